@@ -1,0 +1,116 @@
+"""The command line: ``resumable <verb> ...``.
+
+The seed verbs are dispatched straight to ``seedcli`` without importing click (start-up time is the
+whole cost of a verb called from a shell loop); everything else, and every ``--help``, goes
+through the click app below. Commands owned by other modules (run, status, report) are imported
+only when invoked.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+from resumable import __version__
+from resumable.seedcli import VERBS
+
+# name -> (module, attribute, one-line help)
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("resumable.runner.cli", "run_command", "Run a job as a resumable DAG of steps."),
+    "status": ("resumable.view_cli", "status_command", "Show where runs stand (read-only)."),
+    "report": ("resumable.report", "report_command", "Write a self-contained HTML timeline."),
+}
+
+SEED_HELP: dict[str, str] = {
+    "init": """Start a run: init <run> --task T [--units a,b] [--id ID] [--launch JSON]
+    [--required-phases p,q] [--require-validation]. Prints the run id. <run> is a run id
+    (<runs-dir>/<id>.json) or a path ending in .json. Refused (exit 2) over a live run; a done or
+    aborted run's files are archived first.""",
+    "unit": """Set a unit's state: unit <run> <unit> <pending|in_progress|done|blocked|dep_blocked|
+    failed|timeout|interrupted> [--note N] [--deps x,y]. --deps replaces the unit's dependencies.
+    Demoting a done unit is refused (exit 2).""",
+    "phase": "Set a phase's state: phase <run> <phase> <pending|running|done|blocked|skipped>.",
+    "get": "Print the run document, or with --summary its summary: get <run> [--summary].",
+    "resume": """Print the resume set: resume <run> -> {"skip":[...],"eligible":[...],
+    "dep_blocked":{unit:root}} (plus unknown_deps / cycles / malformed when present).""",
+    "item": "Record open findings: item <run> --json OBJ|ARRAY. Prints their stable ids.",
+    "resolve": "Resolve findings: resolve <run> --ids a,b | --json '[...]'. Prints the ids moved.",
+    "validation": "Record final validation: validation <run> <green|red|pass|ok|fail> [--note N].",
+    "finalize": """Finish a run: finalize <run> <done|needs_attention|aborted> [--result R].
+    'done' is refused (exit 2) while any unit is not done, a phase is blocked, a required phase is
+    not done, a finding is open, or required validation is absent or red.""",
+    "gc": """Archive done/aborted runs older than --keep-days (default 7): gc [<runs-dir>]
+    [--keep-days N]. Never touches live runs; never overwrites an archived file.""",
+}
+
+
+def _click_app() -> Any:
+    import click
+
+    class App(click.Group):
+        def list_commands(self, ctx: click.Context) -> list[str]:
+            return [*VERBS, *LAZY_COMMANDS]
+
+        def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+            if cmd_name in LAZY_COMMANDS:
+                module, attr, _ = LAZY_COMMANDS[cmd_name]
+                command: click.Command = getattr(importlib.import_module(module), attr)
+                return command
+            if cmd_name in VERBS:
+                return _seed_command(cmd_name)
+            return None
+
+    def _seed_command(name: str) -> click.Command:
+        def callback() -> None:
+            from resumable.seedcli import run_verb
+
+            ctx = click.get_current_context()
+            raise SystemExit(run_verb(name, list(ctx.args)))
+
+        return click.Command(
+            name,
+            callback=callback,
+            help=SEED_HELP[name],
+            short_help=SEED_HELP[name].split(":")[0].split(".")[0],
+            context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+            add_help_option=True,
+        )
+
+    @click.group(
+        cls=App,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        help="Make long multi-step work durable and resumable. Exit codes: 0 ok, 1 failure or "
+        "error, 2 refused (would break the checkpoint contract), 3 no run matches, 130 "
+        "interrupted (state saved).",
+    )
+    @click.version_option(__version__, prog_name="resumable")
+    def app() -> None:
+        pass
+
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in VERBS and "--help" not in args and "-h" not in args:
+        from resumable.seedcli import run_verb
+
+        return run_verb(args[0], args[1:])
+    if args and not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS):
+        sys.stderr.write(f"resumable: unknown command '{args[0]}' (resumable --help lists them)\n")
+        return 1
+    if args == ["--version"]:
+        print(f"resumable, version {__version__}")
+        return 0
+    app = _click_app()
+    try:
+        app.main(args=args, prog_name="resumable", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Why a step runs or is skipped: the one skip rule, shared by the scheduler, --dry-run and --explain.
+
+A step is skipped only when its unit is ``done``, its fingerprint is unchanged, every artifact is
+intact, and no step it needs re-runs. Every other case gets a reason a person can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from resumable.runner.fingerprint import check_artifacts, fingerprint_changes
+from resumable.runner.jobfile import Job, Step
+
+
+@dataclass(frozen=True)
+class Decision:
+    step: str
+    run: bool
+    reason: str
+    invalidate: bool = False  # the unit is done and must be invalidated (explicitly) before re-running
+
+    def line(self) -> str:
+        return f"{'run ' if self.run else 'skip'}  {self.step}: {self.reason}"
+
+
+def _last_exit(unit: Mapping[str, Any]) -> object:
+    code = unit.get("lastExitCode")
+    if code is None:
+        attempts = unit.get("attempts")
+        if isinstance(attempts, list) and attempts and isinstance(attempts[-1], Mapping):
+            code = attempts[-1].get("exitCode")
+    return code
+
+
+def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -> Decision:
+    """The decision for one step, given its stored unit (anything, null-safe) and the needs that
+    will run in this invocation."""
+    u: Mapping[str, Any] = unit if isinstance(unit, Mapping) else {}
+    status = u.get("status") if u else None
+    done = status == "done"
+    if force:
+        return Decision(step.id, True, "forced", invalidate=done)
+    if not u or status is None:
+        return Decision(step.id, True, "never ran")
+    if status == "failed":
+        return Decision(step.id, True, f"failed last time (exit code {_last_exit(u)})")
+    if status == "timeout":
+        return Decision(step.id, True, "timed out last time")
+    if status in ("interrupted", "in_progress"):
+        return Decision(step.id, True, "interrupted last time")
+    if status == "dep_blocked":
+        return Decision(step.id, True, "was blocked by a failed step last time")
+    if not done:
+        return Decision(step.id, True, "never ran" if status == "pending" else f"not done ({status})")
+    changes = fingerprint_changes(step, u.get("fingerprint"))
+    if changes:
+        return Decision(step.id, True, ", ".join(changes), invalidate=True)
+    art = check_artifacts(step, u.get("artifacts"))
+    if not art.ok:
+        return Decision(step.id, True, art.reason, invalidate=True)
+    if upstream_runs:
+        return Decision(step.id, True, f"upstream re-runs: {', '.join(upstream_runs)}", invalidate=True)
+    return Decision(step.id, False, "done")
+
+
+def plan(job: Job, units: Mapping[str, Any], *, force: bool) -> dict[str, Decision]:
+    """Decisions for every step, in an order where needs come first (the job is acyclic)."""
+    from resumable.plan import topological_order
+
+    order = topological_order({s.id: s.needs for s in job.steps})
+    by_id = {s.id: s for s in job.steps}
+    out: dict[str, Decision] = {}
+    for sid in order:
+        step = by_id[sid]
+        upstream = [d for d in step.needs if out[d].run]
+        out[sid] = decide(step, units.get(sid), force=force, upstream_runs=upstream)
+    # Report in the job's own order, which is what the user wrote.
+    return {s.id: out[s.id] for s in job.steps}

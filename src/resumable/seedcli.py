@@ -1,0 +1,262 @@
+"""The seed-compatible verbs (``init unit phase get resume item resolve validation finalize gc``).
+
+They parse arguments exactly as the seed's ``checkpoint.mjs`` did (``opt(name)`` takes the token
+after the first occurrence of ``name`` and refuses a missing value or one starting with ``--``;
+csv lists are split, trimmed, empties dropped), so scripts written against the seed keep working
+with only the command name changed. The parser is a small table rather than click because these
+verbs are called thousands of times from shell loops and importing click alone costs more than
+the rest of a call; ``resumable <verb> --help`` still goes through click (cli.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from resumable.errors import InvalidInputError, ResumableError, UsageError
+from resumable.model import PHASE_STATES, UNIT_STATES, split_csv
+
+VERBS = ("init", "unit", "phase", "get", "resume", "item", "resolve", "validation", "finalize", "gc")
+USAGE = (
+    "usage: resumable <init|unit|phase|get|resume|item|resolve|validation|finalize|gc>"
+    " <file.json|run-id> ... (resumable --help for more)"
+)
+
+# verb -> (value options, boolean flags)
+OPTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "init": (
+        frozenset({"--task", "--units", "--id", "--launch", "--required-phases", "--dir"}),
+        frozenset({"--require-validation"}),
+    ),
+    "unit": (frozenset({"--note", "--deps", "--dir"}), frozenset()),
+    "phase": (frozenset({"--dir"}), frozenset()),
+    "get": (frozenset({"--dir"}), frozenset({"--summary"})),
+    "resume": (frozenset({"--dir"}), frozenset()),
+    "item": (frozenset({"--json", "--dir"}), frozenset()),
+    "resolve": (frozenset({"--ids", "--json", "--dir"}), frozenset()),
+    "validation": (frozenset({"--note", "--dir"}), frozenset()),
+    "finalize": (frozenset({"--result", "--dir"}), frozenset()),
+    "gc": (frozenset({"--keep-days", "--dir"}), frozenset()),
+}
+
+
+class Args:
+    """Seed-style argument access over one verb's tokens."""
+
+    def __init__(self, verb: str, tokens: list[str]) -> None:
+        self.verb = verb
+        self.tokens = tokens
+        values, flags = OPTIONS[verb]
+        self.positionals: list[str] = []
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            if tok.startswith("--"):
+                name = tok.split("=", 1)[0]
+                if name in values:
+                    i += 1 if "=" in tok else 2
+                    continue
+                if tok in flags:
+                    i += 1
+                    continue
+                raise UsageError(f"unknown option {tok} for {verb} (resumable {verb} --help)")
+            self.positionals.append(tok)
+            i += 1
+
+    def opt(self, name: str) -> str | None:
+        for i, tok in enumerate(self.tokens):
+            if tok == name:
+                if i + 1 >= len(self.tokens) or self.tokens[i + 1].startswith("--"):
+                    raise UsageError(f"option {name} is missing its value")
+                return self.tokens[i + 1]
+            if tok.startswith(name + "="):
+                return tok[len(name) + 1 :]
+        return None
+
+    def flag(self, name: str) -> bool:
+        return name in self.tokens
+
+    def pos(self, index: int) -> str | None:
+        return self.positionals[index] if index < len(self.positionals) else None
+
+
+def _json_arg(args: Args, name: str, verb: str) -> Any:
+    raw = args.opt(name)
+    if raw is None:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidInputError(f"{verb} {name} is not valid JSON: {exc}") from exc
+
+
+def _out(value: Any, *, pretty: bool = False) -> None:
+    data = orjson.dumps(value, option=orjson.OPT_INDENT_2 if pretty else 0)
+    sys.stdout.buffer.write(data + b"\n")
+    sys.stdout.flush()
+
+
+def _open(args: Args) -> Any:
+    from resumable.api import open_run
+
+    target = args.pos(0)
+    if target is None:
+        raise UsageError(USAGE)
+    return open_run(target, runs_dir=args.opt("--dir"))
+
+
+def _init(args: Args) -> None:
+    task = args.opt("--task")
+    if task is None:
+        raise UsageError('init requires --task "<desc>"')
+    if not task.strip():
+        raise InvalidInputError("init requires a task description")
+    launch = None
+    if args.opt("--launch") is not None:
+        from resumable.api import validate_launch
+
+        launch = validate_launch(_json_arg(args, "--launch", "--launch"))
+    run = _open(args)
+    run_id = run.init(
+        task,
+        units=split_csv(args.opt("--units")),
+        run_id=args.opt("--id"),
+        launch=launch,
+        required_phases=split_csv(args.opt("--required-phases")),
+        require_validation=args.flag("--require-validation"),
+    )
+    print(run_id)
+
+
+def _unit(args: Args) -> None:
+    uid, state = args.pos(1), args.pos(2)
+    if uid is None or state is None or state not in UNIT_STATES:
+        raise UsageError(f"unit requires <unit-id> <{'|'.join(UNIT_STATES)}>")
+    deps_raw = args.opt("--deps")
+    _open(args).unit(
+        uid, state, note=args.opt("--note"), deps=split_csv(deps_raw) if deps_raw is not None else None
+    )
+
+
+def _phase(args: Args) -> None:
+    name, state = args.pos(1), args.pos(2)
+    if not name or state is None or state not in PHASE_STATES:
+        raise UsageError(f"phase requires <phase> <{'|'.join(PHASE_STATES)}>")
+    _open(args).phase(name, state)
+
+
+def _read(args: Args) -> dict[str, Any]:
+    from resumable.store import load, missing_run
+
+    run = _open(args)
+    doc = load(run.files).doc
+    if doc is None:
+        raise missing_run(run.files)
+    return doc
+
+
+def _get(args: Args) -> None:
+    doc = _read(args)
+    if args.flag("--summary"):
+        from resumable.model import summary
+
+        _out(summary(doc), pretty=True)
+    else:
+        _out(doc, pretty=True)
+
+
+def _resume(args: Args) -> None:
+    from resumable.plan import resume_set
+
+    _out(resume_set(_read(args)))
+
+
+def _item(args: Args) -> None:
+    if args.opt("--json") is None:
+        raise UsageError("item requires --json '<object-or-array>'")
+    items = _json_arg(args, "--json", "item")
+    ids = _open(args).item(items)
+    if ids:
+        _out(ids)
+
+
+def _resolve(args: Args) -> None:
+    ids_csv = args.opt("--ids")
+    if ids_csv is not None:
+        ids = split_csv(ids_csv)
+    elif args.opt("--json") is not None:
+        value = _json_arg(args, "--json", "resolve")
+        ids = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    else:
+        raise UsageError('resolve requires --ids "id1,id2" (or --json \'["id1",...]\')')
+    _out(_open(args).resolve(ids))
+
+
+def _validation(args: Args) -> None:
+    status = args.pos(1)
+    if status is None:
+        raise UsageError("validation requires <green|red> (aliases: pass/ok/fail)")
+    _open(args).validation(status, note=args.opt("--note"))
+
+
+def _finalize(args: Args) -> None:
+    status = args.pos(1)
+    if status not in ("done", "needs_attention", "aborted"):
+        raise UsageError("finalize requires <done|needs_attention|aborted>")
+    _open(args).finalize(status, result=args.opt("--result"))
+
+
+def _gc(args: Args) -> None:
+    from resumable.api import gc
+
+    raw = args.opt("--keep-days")
+    keep = 7.0
+    if raw is not None:
+        try:
+            keep = float(raw)
+        except ValueError:
+            keep = float("nan")
+        if not keep >= 0:
+            raise InvalidInputError("--keep-days must be a non-negative number")
+    count, archive = gc(args.pos(0) or args.opt("--dir"), keep)
+    if count < 0:
+        print("0 archived (no runs dir)")
+    else:
+        days = f"{keep:g}"
+        print(f"{count} archived to {archive} (terminal runs older than {days}d)")
+
+
+HANDLERS: dict[str, Callable[[Args], None]] = {
+    "init": _init,
+    "unit": _unit,
+    "phase": _phase,
+    "get": _get,
+    "resume": _resume,
+    "item": _item,
+    "resolve": _resolve,
+    "validation": _validation,
+    "finalize": _finalize,
+    "gc": _gc,
+}
+
+
+def run_verb(verb: str, tokens: list[str]) -> int:
+    """Run one seed verb; returns the exit code. The only place these verbs' errors become
+    exit codes and one-line messages."""
+    try:
+        args = Args(verb, tokens)
+        if verb != "gc" and args.pos(0) is None:
+            raise UsageError(USAGE)
+        HANDLERS[verb](args)
+    except ResumableError as exc:
+        sys.stderr.write(f"resumable: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("resumable: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 1
+    return 0

@@ -1,0 +1,72 @@
+"""The snapshot file: a pretty-printed JSON view of the document plus a trailing marker.
+
+The file is what `cat`, `jq` and the seed tools read: the document as ``JSON.stringify(doc, null,
+2)`` would print it, with one extra last key, ``"_journal": {"seq", "offset", "crc"}``, that ties
+the view to the journal. ``crc`` is the CRC-32 of every byte before the marker, so an edit by
+another program (the seed documents ``jq ... > tmp && mv tmp file``) is detected without
+re-serialising anything: the bytes no longer match. A file without a marker is either a seed
+document (no journal yet) or a file rewritten from scratch by another program.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+MARKER_KEY = "_journal"
+_MARKER_SEP = b',\n  "_journal": '
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    seq: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    doc: dict[str, Any]
+    marker: Marker | None  # None: no marker at all
+    intact: bool  # the bytes before the marker are the ones resumable wrote
+
+
+def encode(doc: dict[str, Any], seq: int, offset: int) -> bytes:
+    pretty = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+    # orjson ends an object with "\n}"; the marker goes in as the last key.
+    body = pretty[:-2] if pretty.endswith(b"\n}") else pretty
+    crc = zlib.crc32(body)
+    marker = b'{"seq": %d, "offset": %d, "crc": "%08x"}' % (seq, offset, crc)
+    return body + _MARKER_SEP + marker + b"\n}\n"
+
+
+def encode_plain(doc: dict[str, Any]) -> bytes:
+    """The document alone, as the seed prints it (``get``)."""
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def decode(data: bytes) -> Decoded:
+    """Parse snapshot bytes. Raises ``orjson.JSONDecodeError`` or ``ValueError`` (not an object);
+    callers translate them."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise ValueError("file starts with a UTF-8 byte order mark")
+    doc = orjson.loads(data)
+    if not isinstance(doc, dict):
+        raise ValueError(f"top level is {type(doc).__name__}, not an object")
+    raw = doc.pop(MARKER_KEY, None)
+    if raw is None:
+        return Decoded(doc, None, False)
+    marker: Marker | None = None
+    if (
+        isinstance(raw, dict)
+        and isinstance(raw.get("seq"), int)
+        and isinstance(raw.get("offset"), int)
+        and isinstance(raw.get("crc"), str)
+    ):
+        marker = Marker(raw["seq"], raw["offset"])
+        idx = data.rfind(_MARKER_SEP)
+        intact = idx > 0 and f"{zlib.crc32(data[:idx]):08x}" == raw["crc"]
+        return Decoded(doc, marker, intact)
+    return Decoded(doc, None, False)

@@ -1,0 +1,662 @@
+"""The runs directory, the per-run lock, loading, and the write path.
+
+Files of a run with stem S (``<runs-dir>/<id>`` or a ``.json`` path given by the user, minus
+``.json``):
+
+    S.json            the snapshot view (pretty JSON + "_journal" marker; see snapshot.py)
+    S.journal.jsonl   the journal: the source of truth and the run's whole history
+    S.lock            flock lock file serialising writers; never unlinked, because unlinking a
+                      lock file lets a waiter lock an orphaned inode while a newcomer locks a new one
+
+Every write: take the lock, catch up on records other processes appended (and on a snapshot some
+other program edited), apply the event (which may refuse), append the record and fsync, refresh
+the snapshot when the policy says so, release. Reads take no lock: snapshot + the journal after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from resumable import fsio, journal, snapshot
+from resumable.errors import (
+    CorruptRunError,
+    DiskFullError,
+    InvalidInputError,
+    NoRunError,
+    RefusedError,
+    StoreError,
+)
+from resumable.events import apply
+from resumable.model import LIVE_RUN_STATES, check_run_id, stamp
+
+RUNS_SUBDIR = Path(".resumable") / "runs"
+# A snapshot at most this big is rewritten on every write (exact, as the seed's file was); a larger
+# one is refreshed once the journal has grown by its size since the last refresh, so snapshot bytes
+# written over a run stay within the journal's bytes and a write costs O(1) amortised.
+EXACT_SNAPSHOT_BYTES = 64 * 1024
+
+
+# --- where runs live -------------------------------------------------------------------------
+
+
+def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
+    """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else the nearest ``.resumable/runs``
+    walking up from the current directory (as git finds ``.git``), else ``./.resumable/runs``."""
+    if explicit is None:
+        explicit = os.environ.get("RESUMABLE_DIR") or None
+    if explicit is not None:
+        found = Path(explicit)
+    else:
+        cwd = Path.cwd()
+        found = cwd / RUNS_SUBDIR
+        for parent in (cwd, *cwd.parents):
+            if (parent / RUNS_SUBDIR).is_dir():
+                found = parent / RUNS_SUBDIR
+                break
+    if create:
+        try:
+            fsio.mkdir(found)
+        except OSError as exc:
+            raise translate(exc, f"cannot create runs directory {found}") from exc
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class RunFiles:
+    snapshot: Path
+    journal: Path
+    lock: Path
+    data_dir: Path  # <stem>/ : runner logs and other per-run files
+    by_id: bool  # the run was named by id (inside the runs dir), not by a .json path
+
+    @property
+    def stem(self) -> str:
+        return self.snapshot.name[: -len(".json")]
+
+
+def files_for(snapshot_path: Path, *, by_id: bool = False) -> RunFiles:
+    stem = snapshot_path.name[: -len(".json")]
+    parent = snapshot_path.parent
+    return RunFiles(
+        snapshot=snapshot_path,
+        journal=parent / f"{stem}.journal.jsonl",
+        lock=parent / f"{stem}.lock",
+        data_dir=parent / stem,
+        by_id=by_id,
+    )
+
+
+def resolve_run(run: str | os.PathLike[str], runs_dir: Path) -> RunFiles:
+    """A path ending in ``.json`` is used as given (the seed's form); anything else is a run id
+    meaning ``<runs-dir>/<id>.json``."""
+    text = os.fspath(run)
+    if "\x00" in text:
+        raise InvalidInputError("run argument contains a NUL byte")
+    if text.endswith(".json"):
+        path = Path(text)
+        if path.name == ".json":
+            raise InvalidInputError(f"status file name {text!r} has no stem")
+        return files_for(path)
+    check_run_id(text)
+    return files_for(runs_dir / f"{text}.json", by_id=True)
+
+
+# --- errors at the I/O boundary --------------------------------------------------------------
+
+
+def translate(exc: OSError, what: str) -> StoreError:
+    """One-line StoreError for an OSError, saying what to do."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskFullError(f"{what}: no space left on device — free some space and re-run")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StoreError(f"{what}: {exc.strerror} — check the directory's permissions")
+    if exc.errno == errno.ELOOP:
+        return StoreError(f"{what}: is a symbolic link; resumable does not follow links in runs")
+    if exc.errno == errno.ENOENT:
+        return StoreError(f"{what}: {exc.strerror} — check the path (init creates it)")
+    return StoreError(f"{what}: {exc.strerror or exc}")
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Loaded:
+    doc: dict[str, Any] | None
+    seq: int  # last journal sequence number applied (0: none)
+    offset: int  # journal offset just past that record
+    torn: int  # bytes of a torn final fragment (readers ignore, writers truncate)
+    journal_exists: bool
+    snap_seq: int  # sequence number the snapshot on disk reflects (-1: none / unknown)
+    snap_size: int
+    snap_stat: tuple[int, int, int] | None  # (ino, size, mtime_ns) of the snapshot we saw
+    snap_offset: int  # journal offset the snapshot reflects (0: unknown)
+    adopt: str | None  # "import" (seed file, no journal) or "external-edit": base record due
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _replay(
+    records: list[tuple[int, dict[str, Any]]], doc: dict[str, Any] | None, path: Path, *, lenient: bool
+) -> dict[str, Any] | None:
+    for seq, event in records:
+        try:
+            doc, _ = apply(doc, event)
+        except (RefusedError, InvalidInputError) as exc:
+            if lenient:
+                # Re-applying history on top of an externally edited base: an event that no longer
+                # fits the edited document is skipped rather than fabricated.
+                continue
+            raise CorruptRunError(
+                f"{path}: journal record {seq} does not apply ({exc}); nothing was changed"
+            ) from exc
+    return doc
+
+
+def load(files: RunFiles) -> Loaded:
+    """Snapshot + journal records after it, without writing anything."""
+    snap_bytes: bytes | None = None
+    snap_stat = None
+    try:
+        fd = os.open(files.snapshot, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise translate(exc, f"cannot read {files.snapshot}") from exc
+    else:
+        try:
+            snap_stat = _stat_key(os.fstat(fd))
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                snap_bytes = fh.read()
+        except OSError as exc:
+            raise translate(exc, f"cannot read {files.snapshot}") from exc
+        finally:
+            os.close(fd)
+
+    decoded: snapshot.Decoded | None = None
+    parse_error: str | None = None
+    if snap_bytes is not None:
+        try:
+            decoded = snapshot.decode(snap_bytes)
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            parse_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+    try:
+        jdata_stat = os.stat(files.journal, follow_symlinks=False)
+    except FileNotFoundError:
+        jdata_stat = None
+    except OSError as exc:
+        raise translate(exc, f"cannot read {files.journal}") from exc
+    snap_size = len(snap_bytes) if snap_bytes is not None else 0
+
+    if jdata_stat is None:
+        if parse_error is not None:
+            raise CorruptRunError(
+                f"cannot read/parse {files.snapshot}: {parse_error} — fix or move the file aside"
+            )
+        doc = decoded.doc if decoded is not None else None
+        return Loaded(doc, 0, 0, 0, False, -1, snap_size, snap_stat, 0,
+                      "import" if doc is not None else None)
+
+    if decoded is not None and decoded.marker is not None and decoded.intact:
+        marker = decoded.marker
+        if marker.offset <= jdata_stat.st_size:
+            tail = _read_journal(files.journal, marker.offset)
+            try:
+                scan = journal.scan(tail, base=marker.offset, path=files.journal,
+                                    after_seq=marker.seq)
+            except CorruptRunError:
+                scan = None  # re-checked below by a full replay, which names the real offset
+            if scan is not None:
+                doc = _replay(scan.records, decoded.doc, files.journal, lenient=False)
+                seq = scan.records[-1][0] if scan.records else marker.seq
+                return Loaded(doc, seq, scan.end, scan.torn, True, marker.seq, snap_size,
+                              snap_stat, marker.offset, None)
+
+    data = _read_journal(files.journal, 0)
+    scan = journal.scan(data, base=0, path=files.journal, after_seq=0)
+    if decoded is not None and not (decoded.marker is not None and decoded.intact):
+        # The snapshot parses but is not the one we wrote: another program edited it. Its
+        # content becomes the new base; history after the seq it was edited from is re-applied.
+        after = decoded.marker.seq if decoded.marker is not None else (
+            scan.records[-1][0] if scan.records else 0)
+        doc = _replay([r for r in scan.records if r[0] > after], decoded.doc, files.journal,
+                      lenient=True)
+        seq = scan.records[-1][0] if scan.records else 0
+        return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0,
+                      "external-edit")
+    if scan.records and scan.records[0][1].get("t") not in ("init", "base"):
+        raise CorruptRunError(
+            f"{files.journal}: the journal does not start with an init or base record;"
+            " nothing was changed"
+        )
+    doc = _replay(scan.records, None, files.journal, lenient=False)
+    seq = scan.records[-1][0] if scan.records else 0
+    return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0, None)
+
+
+def _read_journal(path: Path, offset: int) -> bytes:
+    try:
+        return fsio.read_bytes(path, offset)
+    except OSError as exc:
+        raise translate(exc, f"cannot read {path}") from exc
+
+
+def missing_run(files: RunFiles) -> StoreError | NoRunError:
+    """A run that does not exist: exit 3 when named by id (no run matches), exit 1 for a
+    .json path, as the seed's `cannot read/parse` was."""
+    message = (
+        f"cannot read/parse {files.snapshot}: no such run — create it with `resumable init`"
+    )
+    return NoRunError(message) if files.by_id else StoreError(message)
+
+
+def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The current document of the run whose snapshot is ``path``; never writes. Raises
+    NoRunError when the run does not exist, CorruptRunError when it cannot be read."""
+    files = files_for(Path(path))
+    loaded = load(files)
+    if loaded.doc is None:
+        raise NoRunError(f"no run at {files.snapshot}")
+    return loaded.doc
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+EventFactory = Callable[[dict[str, Any] | None], dict[str, Any]]
+
+
+class Writer:
+    """The write side of one run, for one process. Keeps the document in memory between writes
+    and catches up under the lock, so a write costs O(1) however many units the run has."""
+
+    def __init__(self, files: RunFiles) -> None:
+        self.files = files
+        self._lock_fd: int | None = None
+        self._jfd: int | None = None
+        self._jino = 0
+        self._state: Loaded | None = None
+        self._snap_offset = 0
+        self.snapshot_error: str | None = None
+
+    # -- lock --
+    def _acquire(self, *, create_dir: bool) -> None:
+        parent = self.files.lock.parent
+        if create_dir and not parent.is_dir():
+            try:
+                fsio.mkdir(parent)
+            except OSError as exc:
+                raise translate(exc, f"cannot create {parent}") from exc
+        if self._lock_fd is None:
+            try:
+                self._lock_fd = fsio.open_fd(
+                    self.files.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644
+                )
+            except FileNotFoundError as exc:
+                raise StoreError(
+                    f"parent directory of {self.files.snapshot} does not exist — init creates it;"
+                    " check the path"
+                ) from exc
+            except OSError as exc:
+                raise translate(exc, f"cannot open lock {self.files.lock}") from exc
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+                return
+            except InterruptedError:
+                continue
+
+    def _release(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        for fd in (self._jfd, self._lock_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._jfd = self._lock_fd = None
+        self._state = None
+
+    # -- catch up --
+    def _open_journal(self) -> None:
+        if self._jfd is not None:
+            os.close(self._jfd)
+            self._jfd = None
+        existed = os.path.lexists(self.files.journal)
+        try:
+            self._jfd = fsio.open_fd(self.files.journal, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise translate(exc, f"cannot open {self.files.journal}") from exc
+        self._jino = os.fstat(self._jfd).st_ino
+        if not existed:
+            try:
+                # The new file's directory entry must be durable before any record is acknowledged.
+                fsio.fsync_dir(self.files.journal.parent)
+            except OSError as exc:
+                raise translate(exc, f"cannot create {self.files.journal}") from exc
+
+    def _full_load(self) -> Loaded:
+        state = load(self.files)
+        self._state = state
+        self._snap_offset = state.snap_offset
+        if self._jfd is not None:
+            os.close(self._jfd)
+            self._jfd = None
+        return state
+
+    def _catch_up(self) -> Loaded:
+        state = self._state
+        if state is None or self._jfd is None:
+            return self._full_load()
+        try:
+            st = os.stat(self.files.journal, follow_symlinks=False)
+        except FileNotFoundError:
+            return self._full_load()
+        if st.st_ino != self._jino or st.st_size < state.offset:
+            return self._full_load()  # replaced (gc, re-init) or truncated by someone else
+        if st.st_size > state.offset:
+            data = _read_journal(self.files.journal, state.offset)
+            scan = journal.scan(data, base=state.offset, path=self.files.journal,
+                                after_seq=state.seq)
+            state.doc = _replay(scan.records, state.doc, self.files.journal, lenient=False)
+            if scan.records:
+                state.seq = scan.records[-1][0]
+            state.offset = scan.end
+            state.torn = scan.torn
+        try:
+            snap_st = _stat_key(os.stat(self.files.snapshot, follow_symlinks=False))
+        except FileNotFoundError:
+            snap_st = None
+        if snap_st != state.snap_stat:
+            self._check_snapshot(state, snap_st)
+        return state
+
+    def _check_snapshot(self, state: Loaded, snap_st: tuple[int, int, int] | None) -> None:
+        """The snapshot changed since we last saw it: another writer refreshed it (fine) or
+        another program edited it (adopt it as the new base)."""
+        state.snap_stat = snap_st
+        if snap_st is None:
+            state.snap_seq = -1
+            return
+        try:
+            data = fsio.read_bytes(self.files.snapshot)
+        except OSError as exc:
+            raise translate(exc, f"cannot read {self.files.snapshot}") from exc
+        try:
+            decoded = snapshot.decode(data)
+        except (orjson.JSONDecodeError, ValueError):
+            state.snap_seq = -1  # unreadable view: rebuilt from the journal at the next refresh
+            return
+        state.snap_size = len(data)
+        if decoded.marker is not None and decoded.intact:
+            state.snap_seq = decoded.marker.seq
+            self._snap_offset = decoded.marker.offset
+            return
+        after = decoded.marker.seq if decoded.marker is not None else state.seq
+        if after < state.seq:
+            tail = journal.scan(
+                _read_journal(self.files.journal, 0), base=0, path=self.files.journal, after_seq=0
+            ).records
+            state.doc = _replay([r for r in tail if r[0] > after], decoded.doc,
+                                self.files.journal, lenient=True)
+        else:
+            state.doc = decoded.doc
+        state.adopt = "external-edit"
+        state.snap_seq = -1
+
+    # -- commit --
+    def commit(self, make_event: EventFactory, *, init: bool = False) -> Any:
+        """Apply the event ``make_event(current_doc)`` and make it durable. ``init`` allows
+        starting a run (creating the directory, archiving a finished run's files)."""
+        self._acquire(create_dir=init)
+        try:
+            return self._commit_locked(make_event, init=init)
+        finally:
+            self._release()
+
+    def _commit_locked(self, make_event: EventFactory, *, init: bool) -> Any:
+        state = self._catch_up()
+        event = make_event(state.doc)
+        if init:
+            if state.doc is not None and state.doc.get("status") in LIVE_RUN_STATES:
+                raise RefusedError(
+                    f"{self.files.snapshot} is a LIVE checkpoint (status={state.doc.get('status')})."
+                    " Resume it — do not re-init. Finalize it first if it is really over."
+                )
+            if state.doc is not None or state.journal_exists:
+                self._archive_current()
+                state = self._full_load()
+        elif state.doc is None:
+            if not self.files.snapshot.parent.is_dir():
+                raise StoreError(
+                    f"parent directory of {self.files.snapshot} does not exist — init creates it;"
+                    " check the path"
+                )
+            raise missing_run(self.files)
+        pending: list[dict[str, Any]] = []
+        base_doc = state.doc  # after any archive above: None for a fresh init
+        if state.adopt is not None and state.doc is not None:
+            at = event.get("at") or stamp()
+            # A copy: apply() below mutates the document in place, and the base record must hold
+            # the document as adopted, not as it is after this event.
+            adopted = orjson.loads(orjson.dumps(state.doc))
+            pending.append({"t": "base", "at": at, "reason": state.adopt, "doc": adopted})
+        # Refusals happen here, before anything is written.
+        doc, output = apply(base_doc, event)
+        pending.append(event)
+        self._append(state, pending)
+        state.doc = doc
+        state.adopt = None
+        self._maybe_refresh(state, force=event.get("t") in ("init", "finalize", "base"))
+        return output
+
+    def _append(self, state: Loaded, events: list[dict[str, Any]]) -> None:
+        if self._jfd is None:
+            self._open_journal()
+        assert self._jfd is not None
+        fd = self._jfd
+        try:
+            if state.torn:
+                # A torn final fragment was never acknowledged (its fsync never returned).
+                fsio.truncate(fd, state.offset, self.files.journal)
+                state.torn = 0
+            seq = state.seq
+            chunks = []
+            for ev in events:
+                seq += 1
+                chunks.append(journal.encode(seq, ev))
+            data = b"".join(chunks)
+            os.lseek(fd, state.offset, os.SEEK_SET)
+            fsio.write_all(fd, data, self.files.journal)
+            fsio.fsync(fd, self.files.journal)
+        except OSError as exc:
+            self._rollback(state)
+            raise translate(exc, f"cannot write {self.files.journal}") from exc
+        state.seq = seq
+        state.offset += len(data)
+        state.journal_exists = True
+
+    def _rollback(self, state: Loaded) -> None:
+        """After a failed append: cut the journal back to the last acknowledged record (never
+        retry the fsync: after a failed fsync the kernel may have dropped the dirty pages, so a
+        retry could report success for data that is gone). Then forget the in-memory state."""
+        fd = self._jfd
+        self._jfd = None
+        self._state = None
+        if fd is None:
+            return
+        try:
+            fsio.truncate(fd, state.offset, self.files.journal)
+        except OSError:
+            pass  # the next writer sees an unacknowledged tail; see the closing note on R5
+        finally:
+            os.close(fd)
+
+    def _maybe_refresh(self, state: Loaded, *, force: bool) -> None:
+        if state.snap_seq == state.seq:
+            return
+        due = (
+            force
+            or state.snap_size <= EXACT_SNAPSHOT_BYTES
+            or state.offset - self._snap_offset >= state.snap_size
+        )
+        if due:
+            self.refresh_snapshot(state)
+
+    def refresh_snapshot(self, state: Loaded | None = None) -> None:
+        """Rewrite the snapshot view to match the journal. A failure here loses nothing (the
+        journal already holds the write); it is remembered in ``snapshot_error``."""
+        state = state or self._state
+        if state is None or state.doc is None:
+            return
+        data = snapshot.encode(state.doc, state.seq, state.offset)
+        try:
+            fsio.atomic_write(self.files.snapshot, data)
+            state.snap_stat = _stat_key(os.stat(self.files.snapshot, follow_symlinks=False))
+        except OSError as exc:
+            self.snapshot_error = str(translate(exc, f"cannot refresh {self.files.snapshot}"))
+            state.snap_stat = None
+            state.snap_seq = -1
+            return
+        self.snapshot_error = None
+        state.snap_seq = state.seq
+        state.snap_size = len(data)
+        self._snap_offset = state.offset
+
+    def flush(self) -> None:
+        """Bring the snapshot up to date with everything this process knows (e.g. at exit)."""
+        if self._state is None or self._state.snap_seq == self._state.seq:
+            return
+        self._acquire(create_dir=False)
+        try:
+            state = self._catch_up()
+            if state.doc is not None and state.snap_seq != state.seq:
+                self.refresh_snapshot(state)
+        finally:
+            self._release()
+
+    def current(self) -> Loaded:
+        """Catch up without writing (takes the lock briefly only if the run exists)."""
+        if self._state is None and not (
+            os.path.lexists(self.files.snapshot) or os.path.lexists(self.files.journal)
+        ):
+            return self._full_load()
+        return self._catch_up()
+
+    # -- archive --
+    def _archive_current(self) -> None:
+        archive_run(self.files)
+
+
+def _unique(path: Path) -> Path:
+    if not os.path.lexists(path):
+        return path
+    n = 1
+    while True:
+        candidate = path.with_name(f"{path.name}.{n}")
+        if not os.path.lexists(candidate):
+            return candidate
+        n += 1
+
+
+def archive_run(files: RunFiles) -> Path:
+    """Move a run's snapshot, journal and data dir into ``<dir>/archive/`` under a name that never
+    overwrites an earlier archive. The caller holds the run's lock."""
+    archive = files.snapshot.parent / "archive"
+    tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = _unique(archive / f"{files.stem}.{tag}")
+    try:
+        fsio.mkdir(archive)
+        for src, suffix in (
+            (files.snapshot, ".json"),
+            (files.journal, ".journal.jsonl"),
+        ):
+            if os.path.lexists(src):
+                fsio.rename_noclobber(src, _unique(base.with_name(base.name + suffix)))
+        if files.data_dir.is_dir() and not files.data_dir.is_symlink():
+            os.rename(files.data_dir, _unique(base.with_name(base.name + ".d")))
+        fsio.fsync_dir(archive)
+        fsio.fsync_dir(files.snapshot.parent)
+    except OSError as exc:
+        raise translate(exc, f"cannot archive {files.snapshot}") from exc
+    return base
+
+
+# --- gc --------------------------------------------------------------------------------------
+
+GC_LIVE = frozenset({"running", "initializing", "needs_attention"})
+
+
+def _parse_stamp(value: object) -> float | None:
+    if not isinstance(value, str):
+        return None
+    for fmt in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
+        try:
+            import calendar
+
+            return float(calendar.timegm(time.strptime(value, fmt)))
+        except ValueError:
+            continue
+    return None
+
+
+def gc(runs_dir: Path, keep_days: float, *, now: float | None = None) -> tuple[int, Path]:
+    """Archive terminal (done/aborted) runs last updated more than ``keep_days`` ago. Each run is
+    examined under its own lock; live runs and unreadable files are never touched."""
+    archive = runs_dir / "archive"
+    if not runs_dir.is_dir():
+        return -1, archive
+    now = time.time() if now is None else now
+    cutoff = now - keep_days * 86400
+    moved = 0
+    for path in sorted(runs_dir.glob("*.json")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        writer = Writer(files_for(path))
+        try:
+            writer._acquire(create_dir=False)
+        except StoreError:
+            continue
+        try:
+            try:
+                state = load(writer.files)
+            except (StoreError, NoRunError):
+                continue
+            doc = state.doc
+            if doc is None or doc.get("status") in GC_LIVE or doc.get("status") not in (
+                "done",
+                "aborted",
+            ):
+                continue
+            updated = _parse_stamp(doc.get("updatedAt"))
+            if updated is None:
+                # No usable stamp: the file's own age stands in (the seed archived these blindly).
+                try:
+                    updated = path.stat().st_mtime
+                except OSError:
+                    continue
+            if updated > cutoff:
+                continue
+            archive_run(writer.files)
+            moved += 1
+        finally:
+            writer._release()
+            writer.close()
+    return moved, archive
+
+
+def dumps_pretty(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
