@@ -6,31 +6,52 @@ The API in one look (see ``resumable.api``)::
     run.init("migrate users", units=["extract", "load"])
     run.unit("extract", "done")
     run.resume_set()   # {"skip": ["extract"], "eligible": ["load"], "dep_blocked": {}}
+
+Names are imported on first use so that the command line, which imports only what a verb needs,
+starts fast.
 """
 
-from resumable.api import Run, find_runs_dir, gc, open_run, read_doc
-from resumable.errors import (
-    CorruptRunError,
-    InvalidInputError,
-    NoRunError,
-    RefusedError,
-    ResumableError,
-    StoreError,
-)
+from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CorruptRunError",
-    "InvalidInputError",
-    "NoRunError",
-    "RefusedError",
-    "ResumableError",
-    "Run",
-    "StoreError",
-    "__version__",
-    "find_runs_dir",
-    "gc",
-    "open_run",
-    "read_doc",
-]
+_EXPORTS = {
+    "Run": "resumable.api",
+    "find_runs_dir": "resumable.api",
+    "gc": "resumable.api",
+    "open_run": "resumable.api",
+    "read_doc": "resumable.api",
+    "CorruptRunError": "resumable.errors",
+    "InvalidInputError": "resumable.errors",
+    "NoRunError": "resumable.errors",
+    "RefusedError": "resumable.errors",
+    "ResumableError": "resumable.errors",
+    "StoreError": "resumable.errors",
+}
+
+__all__ = [*sorted(_EXPORTS), "__version__"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resumable.api import Run as Run
+    from resumable.api import find_runs_dir as find_runs_dir
+    from resumable.api import gc as gc
+    from resumable.api import open_run as open_run
+    from resumable.api import read_doc as read_doc
+    from resumable.errors import CorruptRunError as CorruptRunError
+    from resumable.errors import InvalidInputError as InvalidInputError
+    from resumable.errors import NoRunError as NoRunError
+    from resumable.errors import RefusedError as RefusedError
+    from resumable.errors import ResumableError as ResumableError
+    from resumable.errors import StoreError as StoreError
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'resumable' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -15,10 +15,6 @@ Refusals raise ``RefusedError`` (exit 2 in the CLI), bad input ``InvalidInputErr
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from pathlib import Path
-from types import TracebackType
-from typing import Any
 
 from resumable import store
 from resumable.errors import InvalidInputError, NoRunError
@@ -33,7 +29,14 @@ from resumable.model import (
     summary,
 )
 from resumable.plan import resume_set
-from resumable.store import find_runs_dir, read_doc
+from resumable.store import read_doc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+    from types import TracebackType
+    from typing import Any
 
 __all__ = ["Run", "find_runs_dir", "open_run", "read_doc"]
 
@@ -60,31 +63,53 @@ def validate_launch(launch: object) -> dict[str, Any]:
     return launch
 
 
+def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
+    """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else the nearest ``.resumable/runs``
+    walking up from the current directory (as git finds ``.git``), else ``./.resumable/runs``."""
+    from pathlib import Path
+
+    return Path(store.runs_dir(explicit, create=create))
+
+
 class Run:
     """One run: its files, and a method per verb. Not thread-safe; one per process is typical,
     but any number of processes may hold a Run on the same files at once."""
 
-    def __init__(self, files: store.RunFiles, runs_dir: Path) -> None:
+    def __init__(self, files: store.RunFiles, runs_dir: str) -> None:
         self.files = files
-        self.runs_dir = runs_dir
+        self._runs_dir = runs_dir
         self._writer = store.Writer(files)
 
-    # -- files --
+    # -- files (Path objects for callers; the store itself works on strings) --
+    @property
+    def runs_dir(self) -> Path:
+        from pathlib import Path
+
+        return Path(self._runs_dir)
+
     @property
     def path(self) -> Path:
-        return self.files.snapshot
+        from pathlib import Path
+
+        return Path(self.files.snapshot)
 
     @property
     def journal_path(self) -> Path:
-        return self.files.journal
+        from pathlib import Path
+
+        return Path(self.files.journal)
 
     @property
     def lock_path(self) -> Path:
-        return self.files.lock
+        from pathlib import Path
+
+        return Path(self.files.lock)
 
     @property
     def data_dir(self) -> Path:
-        return self.files.data_dir
+        from pathlib import Path
+
+        return Path(self.files.data_dir)
 
     @property
     def snapshot_error(self) -> str | None:
@@ -248,13 +273,13 @@ def open_run(
 ) -> Run:
     """A run by id (``<runs-dir>/<id>.json``) or by the path of its ``.json`` status file.
     Opening does not touch the disk; the first write of ``init`` creates the files."""
-    directory = find_runs_dir(runs_dir)
+    directory = store.runs_dir(runs_dir)
     return Run(store.resolve_run(run, directory), directory)
 
 
-def gc(runs_dir: str | os.PathLike[str] | None = None, keep_days: float = 7) -> tuple[int, Path]:
+def gc(runs_dir: str | os.PathLike[str] | None = None, keep_days: float = 7) -> tuple[int, str]:
     """Archive done/aborted runs older than ``keep_days``; returns (count, archive dir), count -1
     when there is no runs directory."""
     if keep_days < 0 or keep_days != keep_days:
         raise InvalidInputError("--keep-days must be a non-negative number")
-    return store.gc(find_runs_dir(runs_dir), keep_days)
+    return store.gc(store.runs_dir(runs_dir), keep_days)

@@ -7,15 +7,13 @@ because people run it against a live run while its runner writes.
 
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from resumable.errors import CorruptRunError, NoRunError, StoreError
+from resumable.errors import CorruptRunError, NoRunError, ResumableError, StoreError
 
 Doc = dict[str, Any]
 
@@ -39,38 +37,13 @@ class RunEntry:
         return rid if isinstance(rid, str) and rid else self.path.stem
 
 
-def _api_reader() -> Callable[[Path], Doc] | None:
-    # The core's read_doc (snapshot + journal tail) is the reader of record; a plain JSON read of
-    # the snapshot is the stand-in for a tree without it (a seed snapshot needs no journal).
-    try:
-        api = importlib.import_module("resumable.api")
-    except ImportError:
-        return None
-    reader = getattr(api, "read_doc", None)
-    return cast("Callable[[Path], Doc]", reader) if callable(reader) else None
-
-
-def _plain_read(path: Path) -> Doc:
-    import orjson
-
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise CorruptRunError(f"cannot parse {path}: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise CorruptRunError(f"{path} is not a run document (a JSON {type(doc).__name__})")
-    doc.pop("_journal", None)
-    return doc
-
-
 def load_doc(path: Path) -> Doc:
-    """The current document of one run file, read-only. Raises StoreError / CorruptRunError."""
-    reader = _api_reader()
-    doc = reader(path) if reader is not None else _plain_read(path)
+    """The current document of one run file (snapshot + journal tail), read-only.
+
+    Raises a ResumableError (CorruptRunError, StoreError, NoRunError if it vanished)."""
+    from resumable.api import read_doc
+
+    doc = read_doc(path)
     if not isinstance(doc, dict):
         raise CorruptRunError(f"{path} is not a run document")
     return doc
@@ -104,7 +77,7 @@ def _mtime_iso(path: Path) -> str:
 def read_entry(path: Path) -> RunEntry:
     try:
         doc = load_doc(path)
-    except StoreError as exc:
+    except ResumableError as exc:
         return RunEntry(path, None, str(exc), _mtime_iso(path))
     key = ""
     for k in ("updatedAt", "createdAt"):

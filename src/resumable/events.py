@@ -20,13 +20,9 @@ exists to avoid. Callers that need the old value keep a deep copy themselves.
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections.abc import Callable
-from typing import Any
 
-import orjson
-
+from resumable import jsonio
 from resumable.errors import InvalidInputError, RefusedError
 from resumable.model import (
     LIVE_RUN_STATES,
@@ -44,8 +40,13 @@ from resumable.model import (
     upgrade,
 )
 
-Doc = dict[str, Any]
-Output = Any  # what the verb prints: item ids, resolved ids, or None
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Doc = dict[str, Any]
+    Output = Any  # what the verb prints: item ids, resolved ids, or None
 
 
 # --- stable item ids -------------------------------------------------------------------------
@@ -59,7 +60,8 @@ def _js_normal(value: Any) -> Any:
         return {k: _js_normal(value[k]) for k in keys}
     if isinstance(value, list):
         return [_js_normal(v) for v in value]
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+    # Only below 1e21: JS prints 1e21 and up in exponent form ("1e+21"), as Python's repr does.
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
         return int(value)
     return value
 
@@ -71,9 +73,11 @@ def item_id(item: dict[str, Any]) -> str:
     if isinstance(given, str) and given.strip():
         return given
     body = {k: v for k, v in item.items() if k not in ("at", "id")}
-    # orjson would reorder nothing here (keys are pre-sorted by _js_normal) and prints no spaces
-    # and raw UTF-8, as JSON.stringify does.
-    canonical = orjson.dumps(_js_normal(body))
+    import hashlib  # here, not at the top: most CLI calls never hash
+
+    # Keys are pre-sorted by _js_normal; the encoder prints no spaces and raw UTF-8, as
+    # JSON.stringify does, and prints integers of any size (orjson stops at 64 bits).
+    canonical = jsonio.dumps(_js_normal(body))
     return "f-" + hashlib.sha1(canonical).hexdigest()[:12]
 
 
@@ -336,9 +340,20 @@ def _apply_phase(doc: Doc, ev: dict[str, Any]) -> Output:
     return None
 
 
+def _check_open_items(doc: Doc) -> None:
+    # A hand-edited openItems that is neither absent/null (upgrade adds []) nor an array would
+    # crash item/resolve with a TypeError; refuse it in one line before touching anything.
+    value = doc.get("openItems")
+    if value is not None and not isinstance(value, list):
+        raise InvalidInputError(
+            f"openItems is a {type(value).__name__}, not an array — fix the run file (or set it to [])"
+        )
+
+
 def _apply_item(doc: Doc, ev: dict[str, Any]) -> Output:
     raw = _need(ev, "items")
     items = raw if isinstance(raw, list) else [raw]
+    _check_open_items(doc)
     at = ev["at"]
     upgrade(doc)
     open_items = doc["openItems"]
@@ -373,6 +388,7 @@ def _apply_item(doc: Doc, ev: dict[str, Any]) -> Output:
 
 def _apply_resolve(doc: Doc, ev: dict[str, Any]) -> Output:
     wanted = [i for i in _need(ev, "ids") if isinstance(i, str)]
+    _check_open_items(doc)
     at = ev["at"]
     upgrade(doc)
     open_items = doc["openItems"]

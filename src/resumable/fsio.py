@@ -12,13 +12,16 @@ A *fault hook* is a callable ``hook(op, path)`` invoked before each operation; i
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-from collections.abc import Callable
-from pathlib import Path
 
-FaultHook = Callable[[str, str], None]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    FaultHook = Callable[[str, str], None]
+
+# Paths are plain strings here: importing pathlib costs more than a whole small write.
 
 _hook: FaultHook | None = None
 # Counts every hooked call, so a test can ask "how many I/O calls did this command make?".
@@ -32,11 +35,11 @@ def set_fault_hook(hook: FaultHook | None) -> FaultHook | None:
     return previous
 
 
-def _before(op: str, path: str | os.PathLike[str]) -> None:
+def _before(op: str, path: str) -> None:
     global calls
     calls += 1
     if _hook is not None:
-        _hook(op, os.fspath(path))
+        _hook(op, path)
 
 
 def install_from_env() -> None:
@@ -72,13 +75,13 @@ def install_from_env() -> None:
     set_fault_hook(hook)
 
 
-def open_fd(path: Path, flags: int, mode: int = 0o644) -> int:
+def open_fd(path: str, flags: int, mode: int = 0o644) -> int:
     if flags & (os.O_CREAT | os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC):
         _before("open", path)
     return os.open(path, flags | os.O_CLOEXEC, mode)
 
 
-def write_all(fd: int, data: bytes, path: Path) -> None:
+def write_all(fd: int, data: bytes, path: str) -> None:
     _before("write", path)
     view = memoryview(data)
     while view:
@@ -86,22 +89,22 @@ def write_all(fd: int, data: bytes, path: Path) -> None:
         view = view[n:]
 
 
-def fsync(fd: int, path: Path) -> None:
+def fsync(fd: int, path: str) -> None:
     _before("fsync", path)
     os.fsync(fd)
 
 
-def truncate(fd: int, length: int, path: Path) -> None:
+def truncate(fd: int, length: int, path: str) -> None:
     _before("truncate", path)
     os.ftruncate(fd, length)
 
 
-def replace(src: Path, dst: Path) -> None:
+def replace(src: str, dst: str) -> None:
     _before("replace", dst)
     os.replace(src, dst)
 
 
-def rename_noclobber(src: Path, dst: Path) -> None:
+def rename_noclobber(src: str, dst: str) -> None:
     """Move without ever overwriting ``dst`` (hard link + unlink; EEXIST if it exists)."""
     _before("rename", dst)
     try:
@@ -116,17 +119,26 @@ def rename_noclobber(src: Path, dst: Path) -> None:
     os.unlink(src)
 
 
-def unlink(path: Path) -> None:
+def rename_noclobber_dir(src: str, dst: str) -> None:
+    """Move a directory without replacing an existing ``dst`` (rename(2) would replace an empty
+    directory; the caller holds the run's lock, so checking first leaves no race with us)."""
+    _before("rename", dst)
+    if os.path.lexists(dst):
+        raise OSError(errno.EEXIST, os.strerror(errno.EEXIST), dst)
+    os.rename(src, dst)
+
+
+def unlink(path: str) -> None:
     _before("unlink", path)
     os.unlink(path)
 
 
-def mkdir(path: Path) -> None:
+def mkdir(path: str) -> None:
     _before("mkdir", path)
-    path.mkdir(parents=True, exist_ok=True)
+    os.makedirs(path, exist_ok=True)
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: str) -> None:
     """fsync a directory so that a rename or a new file in it survives power loss."""
     _before("fsync_dir", path)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -136,7 +148,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def read_bytes(path: Path, offset: int = 0) -> bytes:
+def read_bytes(path: str, offset: int = 0) -> bytes:
     """Read a whole file from ``offset``; symlinks are refused (they could point outside the
     runs directory)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -154,12 +166,13 @@ def read_bytes(path: Path, offset: int = 0) -> bytes:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: str, data: bytes) -> None:
     """Temp file in the same directory + fsync + os.replace + fsync of the directory.
 
     The temp file is removed if any step fails, so a failed write leaves nothing behind.
     """
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.tmp.{os.getpid()}")
     fd = open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
     try:
         try:
@@ -169,7 +182,9 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.close(fd)
         replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
-    fsync_dir(path.parent)
+    fsync_dir(head or ".")

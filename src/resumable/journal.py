@@ -12,27 +12,33 @@ A record is one line: ``<seq> <crc32 as 8 hex> <compact JSON event>\\n``. The ch
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import orjson
+from resumable import jsonio
+from resumable.errors import CorruptRunError, InvalidInputError
 
-from resumable.errors import CorruptRunError
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def encode(seq: int, event: dict[str, Any]) -> bytes:
-    payload = orjson.dumps(event)
+    try:
+        payload = jsonio.dumps(event)
+    except (ValueError, TypeError) as exc:
+        # e.g. a note holding bytes that are not UTF-8 (argv decoded with surrogateescape).
+        raise InvalidInputError(f"value cannot be stored as JSON: {exc}") from exc
     head = b"%d " % seq
     crc = zlib.crc32(payload, zlib.crc32(head))
     return b"%s%08x %s\n" % (head, crc, payload)
 
 
-@dataclass(frozen=True, slots=True)
 class Scan:
-    records: list[tuple[int, dict[str, Any]]]  # (seq, event)
-    end: int  # absolute offset just past the last complete record
-    torn: int  # bytes of a final fragment without a newline (0 if none)
+    __slots__ = ("end", "records", "torn")
+
+    def __init__(self, records: list[tuple[int, dict[str, Any]]], end: int, torn: int) -> None:
+        self.records = records  # (seq, event)
+        self.end = end  # absolute offset just past the last complete record
+        self.torn = torn  # bytes of a final fragment without a newline (0 if none)
 
 
 def decode_line(line: bytes) -> tuple[int, dict[str, Any]] | None:
@@ -48,15 +54,15 @@ def decode_line(line: bytes) -> tuple[int, dict[str, Any]] | None:
     if zlib.crc32(payload, zlib.crc32(line[: sp1 + 1])) != crc or sp2 - sp1 != 9:
         return None
     try:
-        event = orjson.loads(payload)
-    except orjson.JSONDecodeError:
+        event = jsonio.loads(payload)
+    except ValueError:
         return None
     if not isinstance(event, dict) or not isinstance(event.get("t"), str):
         return None
     return seq, event
 
 
-def scan(data: bytes, *, base: int, path: Path, after_seq: int) -> Scan:
+def scan(data: bytes, *, base: int, path: str, after_seq: int) -> Scan:
     """Parse ``data`` (the journal's bytes from absolute offset ``base``). ``after_seq`` is the
     sequence number of the record just before ``base`` (0 at the start of the file)."""
     records: list[tuple[int, dict[str, Any]]] = []

@@ -7,10 +7,12 @@ seed silently got wrong: deps naming unknown units and dependency cycles are rep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
-
 from resumable.model import unit_deps, unit_status, units_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
 
 
 def resume_set(doc: Mapping[str, Any]) -> dict[str, Any]:

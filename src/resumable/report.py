@@ -23,6 +23,7 @@ import click
 
 from resumable import discovery, view
 from resumable.errors import CorruptRunError, NoRunError, StoreError
+from resumable.view_cli import ReaderCommand
 
 VIRTUALISE_ABOVE: Final = 800  # rows; below this every row is in the DOM (hover works anywhere)
 OUTCOMES: Final = ("done", "failed", "timeout", "interrupted", "running", "blocked", "other")
@@ -190,7 +191,7 @@ def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = 
     phases = view.phase_line(doc)
     phase_html = ""
     if phases:
-        phase_html = '<p class="phases">' + html.escape(view.plain(phases[1:])) + "</p>"
+        phase_html = " · phases " + html.escape(view.plain(phases[1:]))
     legend = "".join(
         f'<span class="lg"><i class="o{i}"></i>{o}</span>' for i, o in enumerate(OUTCOMES)
         if any(b[3] == i for b in tl["bars"]) or o in ("done", "failed", "timeout")
@@ -242,7 +243,7 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-@click.command("report")
+@click.command("report", cls=ReaderCommand)
 @click.argument("run", required=False)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
               help="Where to write the HTML (default ./<run-id>.report.html; '-' for stdout).")
@@ -256,7 +257,7 @@ def report_command(run: str | None, output: str | None, runs_dir: str | None) ->
     if entry is None:
         raise NoRunError(f"no runs under {rdir}: nothing to report")
     if entry.doc is None:
-        raise CorruptRunError(f"cannot report on {entry.path}: {entry.error}")
+        raise CorruptRunError(entry.error or f"cannot read {entry.path}")
     page = build_html(entry.doc, now=time.time(), file=str(entry.path))
     if output == "-":
         click.echo(page, nl=False)
@@ -286,10 +287,11 @@ background:#6b7280;letter-spacing:.03em;white-space:nowrap}
 .st-running,.st-initializing{background:#3b82f6}.st-done{background:#2f9e5b}
 .st-needs_attention{background:#d98a00}.st-aborted{background:#d64545}
 .meta,.muted,.phases{color:var(--muted);margin:2px 0;font-size:13px}
-.cards{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}
-.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:8px 14px;
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}
+.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:6px 12px;
 flex:1 1 0;min-width:84px}
-.card .num{font-size:22px;font-weight:700}.card .lbl{color:var(--muted);font-size:12px}
+.card .num{font-size:20px;font-weight:700;white-space:nowrap;line-height:1.2}
+.card .lbl{color:var(--muted);font-size:12px}
 .card.done .num{color:var(--o0)}.card.failed .num{color:var(--o1)}
 .card.timeout .num{color:var(--o2)}.card.zero .num{color:#b4b9c2}
 section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:12px 14px;
@@ -305,16 +307,16 @@ border-radius:2px;margin-right:4px;vertical-align:-1px}
 .axis{position:relative;height:22px;margin-left:var(--label);border-bottom:1px solid var(--line);
 font-size:11px;color:var(--muted)}
 .tick{position:absolute;top:3px;transform:translateX(-50%);white-space:nowrap}
-#viewport{overflow-y:auto;overflow-x:hidden;position:relative;max-height:70vh}
+#viewport{overflow-y:auto;overflow-x:hidden;position:relative;max-height:58vh}
 #canvas{position:relative}
 .grid{position:absolute;top:0;bottom:0;width:1px;background:#f0f1f4}
-.row{position:absolute;left:0;right:0;height:22px;display:flex;align-items:center}
+.row{position:absolute;left:0;right:0;height:19px;display:flex;align-items:center}
 .row.alt{background:rgba(20,30,60,.025)}.row:hover{background:rgba(59,130,246,.09)}
 .label{width:var(--label);flex:none;padding:0 8px 0 2px;overflow:hidden;text-overflow:ellipsis;
 white-space:nowrap;font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
 .label .s{display:inline-block;width:8px;height:8px;border-radius:50%;margin-right:6px}
 .track{position:relative;flex:1;height:100%}
-.bar{position:absolute;top:4px;height:14px;border-radius:3px;min-width:3px;cursor:default;
+.bar{position:absolute;top:3px;height:13px;border-radius:3px;min-width:3px;cursor:default;
 box-shadow:inset 0 0 0 1px rgba(0,0,0,.08)}
 .bar.open{background-image:repeating-linear-gradient(45deg,rgba(255,255,255,.35) 0 4px,
 transparent 4px 8px)}
@@ -336,8 +338,7 @@ footer{color:var(--muted);font-size:12px;margin-top:10px}
 <header>
 <h1>{{BADGE}}<span>{{TASK}}</span></h1>
 <p class="meta">{{META}}</p>
-<p class="meta">{{FILE}}</p>
-{{PHASES}}
+<p class="meta">{{FILE}}{{PHASES}}</p>
 </header>
 <div class="cards">{{CARDS}}</div>
 <section>
@@ -362,7 +363,7 @@ hover a bar for its exit code and duration.</footer>
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("data").textContent);
-  var ROW = 22, OVERSCAN = 30;
+  var ROW = 19, OVERSCAN = 30;  // keep in step with .row height
   var chart = document.getElementById("chart");
   var viewport = document.getElementById("viewport");
   var canvas = document.getElementById("canvas");
@@ -435,7 +436,8 @@ hover a bar for its exit code and duration.</footer>
   function rowHtml(r) {
     var u = D.rows[r], bars = byRow[r] || [], out = [];
     var c = unitColour[u[1]];
-    out.push('<div class="row' + (r % 2 ? " alt" : "") + '" style="top:' + (r * ROW) + 'px"><div class="label" title="' +
+    out.push('<div class="row' + (r % 2 ? " alt" : "") + '" style="top:' + (r * ROW) +
+      'px"><div class="label" title="' +
       esc(u[0] + " · " + u[1]) + '"><span class="s" style="background:' +
       (c == null ? "#c4c9d1" : colours[c]) + '"></span>' + esc(u[0]) + '</div><div class="track">');
     for (var j = 0; j < bars.length; j++) {

@@ -11,13 +11,15 @@ the rest of a call; ``resumable <verb> --help`` still goes through click (cli.py
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any
 
-import orjson
-
+from resumable import jsonio
 from resumable.errors import InvalidInputError, ResumableError, UsageError
 from resumable.model import PHASE_STATES, UNIT_STATES, split_csv
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 VERBS = ("init", "unit", "phase", "get", "resume", "item", "resolve", "validation", "finalize", "gc")
 USAGE = (
@@ -88,13 +90,13 @@ def _json_arg(args: Args, name: str, verb: str) -> Any:
     if raw is None:
         return None
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        return jsonio.loads(raw.encode("utf-8", "surrogateescape"))
+    except ValueError as exc:
         raise InvalidInputError(f"{verb} {name} is not valid JSON: {exc}") from exc
 
 
 def _out(value: Any, *, pretty: bool = False) -> None:
-    data = orjson.dumps(value, option=orjson.OPT_INDENT_2 if pretty else 0)
+    data = jsonio.dumps_pretty(value, big=True) if pretty else jsonio.dumps(value)
     sys.stdout.buffer.write(data + b"\n")
     sys.stdout.flush()
 

@@ -11,30 +11,36 @@ document (no journal yet) or a file rewritten from scratch by another program.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
-from typing import Any
 
-import orjson
+from resumable import jsonio
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MARKER_KEY = "_journal"
 _MARKER_SEP = b',\n  "_journal": '
 
 
-@dataclass(frozen=True, slots=True)
 class Marker:
-    seq: int
-    offset: int
+    __slots__ = ("offset", "seq")
+
+    def __init__(self, seq: int, offset: int) -> None:
+        self.seq = seq
+        self.offset = offset
 
 
-@dataclass(frozen=True, slots=True)
 class Decoded:
-    doc: dict[str, Any]
-    marker: Marker | None  # None: no marker at all
-    intact: bool  # the bytes before the marker are the ones resumable wrote
+    __slots__ = ("doc", "intact", "marker")
+
+    def __init__(self, doc: dict[str, Any], marker: Marker | None, intact: bool) -> None:
+        self.doc = doc
+        self.marker = marker  # None: no marker at all
+        self.intact = intact  # the bytes before the marker are the ones resumable wrote
 
 
-def encode(doc: dict[str, Any], seq: int, offset: int) -> bytes:
-    pretty = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+def encode(doc: dict[str, Any], seq: int, offset: int, *, big: bool = False) -> bytes:
+    pretty = jsonio.dumps_pretty(doc, big=big)
     # orjson ends an object with "\n}"; the marker goes in as the last key.
     body = pretty[:-2] if pretty.endswith(b"\n}") else pretty
     crc = zlib.crc32(body)
@@ -42,17 +48,12 @@ def encode(doc: dict[str, Any], seq: int, offset: int) -> bytes:
     return body + _MARKER_SEP + marker + b"\n}\n"
 
 
-def encode_plain(doc: dict[str, Any]) -> bytes:
-    """The document alone, as the seed prints it (``get``)."""
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
-
-
 def decode(data: bytes) -> Decoded:
-    """Parse snapshot bytes. Raises ``orjson.JSONDecodeError`` or ``ValueError`` (not an object);
-    callers translate them."""
+    """Parse snapshot bytes. Raises ``ValueError`` (not JSON, not an object); callers translate
+    it."""
     if data.startswith(b"\xef\xbb\xbf"):
         raise ValueError("file starts with a UTF-8 byte order mark")
-    doc = orjson.loads(data)
+    doc = jsonio.loads(data)
     if not isinstance(doc, dict):
         raise ValueError(f"top level is {type(doc).__name__}, not an object")
     raw = doc.pop(MARKER_KEY, None)

@@ -15,19 +15,12 @@ the snapshot when the policy says so, release. Reads take no lock: snapshot + th
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import orjson
-
-from resumable import fsio, journal, snapshot
+from resumable import fsio, journal, jsonio, snapshot
 from resumable.errors import (
     CorruptRunError,
     DiskFullError,
@@ -39,7 +32,16 @@ from resumable.errors import (
 from resumable.events import apply
 from resumable.model import LIVE_RUN_STATES, check_run_id, stamp
 
-RUNS_SUBDIR = Path(".resumable") / "runs"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    EventFactory = Callable[[dict[str, Any] | None], dict[str, Any]]
+
+# Paths are plain strings in this module: pathlib's import alone costs more than a small write,
+# and `resumable unit` is called from shell loops thousands of times. The API offers Path objects.
+RUNS_SUBDIR = os.path.join(".resumable", "runs")
 # A snapshot at most this big is rewritten on every write (exact, as the seed's file was); a larger
 # one is refreshed once the journal has grown by its size since the last refresh, so snapshot bytes
 # written over a run stay within the journal's bytes and a write costs O(1) amortised.
@@ -49,20 +51,26 @@ EXACT_SNAPSHOT_BYTES = 64 * 1024
 # --- where runs live -------------------------------------------------------------------------
 
 
-def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
+def runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = False) -> str:
     """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else the nearest ``.resumable/runs``
     walking up from the current directory (as git finds ``.git``), else ``./.resumable/runs``."""
     if explicit is None:
         explicit = os.environ.get("RESUMABLE_DIR") or None
     if explicit is not None:
-        found = Path(explicit)
+        found = os.fspath(explicit)
     else:
-        cwd = Path.cwd()
-        found = cwd / RUNS_SUBDIR
-        for parent in (cwd, *cwd.parents):
-            if (parent / RUNS_SUBDIR).is_dir():
-                found = parent / RUNS_SUBDIR
+        cwd = os.getcwd()
+        found = os.path.join(cwd, RUNS_SUBDIR)
+        parent = cwd
+        while True:
+            candidate = os.path.join(parent, RUNS_SUBDIR)
+            if os.path.isdir(candidate):
+                found = candidate
                 break
+            up = os.path.dirname(parent)
+            if up == parent:
+                break
+            parent = up
     if create:
         try:
             fsio.mkdir(found)
@@ -71,44 +79,38 @@ def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: boo
     return found
 
 
-@dataclass(frozen=True, slots=True)
 class RunFiles:
-    snapshot: Path
-    journal: Path
-    lock: Path
-    data_dir: Path  # <stem>/ : runner logs and other per-run files
-    by_id: bool  # the run was named by id (inside the runs dir), not by a .json path
+    """The paths of one run's files (strings)."""
 
-    @property
-    def stem(self) -> str:
-        return self.snapshot.name[: -len(".json")]
+    __slots__ = ("by_id", "data_dir", "dir", "journal", "lock", "snapshot", "stem")
 
-
-def files_for(snapshot_path: Path, *, by_id: bool = False) -> RunFiles:
-    stem = snapshot_path.name[: -len(".json")]
-    parent = snapshot_path.parent
-    return RunFiles(
-        snapshot=snapshot_path,
-        journal=parent / f"{stem}.journal.jsonl",
-        lock=parent / f"{stem}.lock",
-        data_dir=parent / stem,
-        by_id=by_id,
-    )
+    def __init__(self, snapshot_path: str, *, by_id: bool = False) -> None:
+        head, name = os.path.split(snapshot_path)
+        self.stem = name[: -len(".json")]
+        self.dir = head or "."
+        self.snapshot = snapshot_path
+        self.journal = os.path.join(head, f"{self.stem}.journal.jsonl")
+        self.lock = os.path.join(head, f"{self.stem}.lock")
+        self.data_dir = os.path.join(head, self.stem)  # runner logs and other per-run files
+        self.by_id = by_id  # named by id (inside the runs dir), not by a .json path
 
 
-def resolve_run(run: str | os.PathLike[str], runs_dir: Path) -> RunFiles:
+def files_for(snapshot_path: str | os.PathLike[str], *, by_id: bool = False) -> RunFiles:
+    return RunFiles(os.fspath(snapshot_path), by_id=by_id)
+
+
+def resolve_run(run: str | os.PathLike[str], runs_dir: str) -> RunFiles:
     """A path ending in ``.json`` is used as given (the seed's form); anything else is a run id
     meaning ``<runs-dir>/<id>.json``."""
     text = os.fspath(run)
     if "\x00" in text:
         raise InvalidInputError("run argument contains a NUL byte")
     if text.endswith(".json"):
-        path = Path(text)
-        if path.name == ".json":
+        if os.path.basename(text) == ".json":
             raise InvalidInputError(f"status file name {text!r} has no stem")
-        return files_for(path)
+        return files_for(text)
     check_run_id(text)
-    return files_for(runs_dir / f"{text}.json", by_id=True)
+    return files_for(os.path.join(runs_dir, f"{text}.json"), by_id=True)
 
 
 # --- errors at the I/O boundary --------------------------------------------------------------
@@ -130,18 +132,35 @@ def translate(exc: OSError, what: str) -> StoreError:
 # --- loading ---------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class Loaded:
-    doc: dict[str, Any] | None
-    seq: int  # last journal sequence number applied (0: none)
-    offset: int  # journal offset just past that record
-    torn: int  # bytes of a torn final fragment (readers ignore, writers truncate)
-    journal_exists: bool
-    snap_seq: int  # sequence number the snapshot on disk reflects (-1: none / unknown)
-    snap_size: int
-    snap_stat: tuple[int, int, int] | None  # (ino, size, mtime_ns) of the snapshot we saw
-    snap_offset: int  # journal offset the snapshot reflects (0: unknown)
-    adopt: str | None  # "import" (seed file, no journal) or "external-edit": base record due
+    """What a load found; the writer keeps it up to date between its writes."""
+
+    __slots__ = ("adopt", "doc", "journal_exists", "offset", "seq", "snap_offset", "snap_seq",
+                 "snap_size", "snap_stat", "torn")
+
+    def __init__(
+        self,
+        doc: dict[str, Any] | None,
+        seq: int,
+        offset: int,
+        torn: int,
+        journal_exists: bool,
+        snap_seq: int,
+        snap_size: int,
+        snap_stat: tuple[int, int, int] | None,
+        snap_offset: int,
+        adopt: str | None,
+    ) -> None:
+        self.doc = doc
+        self.seq = seq  # last journal sequence number applied (0: none)
+        self.offset = offset  # journal offset just past that record
+        self.torn = torn  # bytes of a torn final fragment (readers ignore, writers truncate)
+        self.journal_exists = journal_exists
+        self.snap_seq = snap_seq  # sequence number the snapshot on disk reflects (-1: unknown)
+        self.snap_size = snap_size
+        self.snap_stat = snap_stat  # (ino, size, mtime_ns) of the snapshot we last saw
+        self.snap_offset = snap_offset  # journal offset the snapshot reflects (0: unknown)
+        self.adopt = adopt  # "import" (seed file, no journal) / "external-edit": base record due
 
 
 def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
@@ -149,7 +168,7 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 def _replay(
-    records: list[tuple[int, dict[str, Any]]], doc: dict[str, Any] | None, path: Path, *, lenient: bool
+    records: list[tuple[int, dict[str, Any]]], doc: dict[str, Any] | None, path: str, *, lenient: bool
 ) -> dict[str, Any] | None:
     for seq, event in records:
         try:
@@ -190,7 +209,7 @@ def load(files: RunFiles) -> Loaded:
     if snap_bytes is not None:
         try:
             decoded = snapshot.decode(snap_bytes)
-        except (orjson.JSONDecodeError, ValueError) as exc:
+        except ValueError as exc:
             parse_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
     try:
@@ -247,7 +266,7 @@ def load(files: RunFiles) -> Loaded:
     return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0, None)
 
 
-def _read_journal(path: Path, offset: int) -> bytes:
+def _read_journal(path: str, offset: int) -> bytes:
     try:
         return fsio.read_bytes(path, offset)
     except OSError as exc:
@@ -266,7 +285,7 @@ def missing_run(files: RunFiles) -> StoreError | NoRunError:
 def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The current document of the run whose snapshot is ``path``; never writes. Raises
     NoRunError when the run does not exist, CorruptRunError when it cannot be read."""
-    files = files_for(Path(path))
+    files = files_for(path)
     loaded = load(files)
     if loaded.doc is None:
         raise NoRunError(f"no run at {files.snapshot}")
@@ -275,7 +294,6 @@ def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 # --- writing ---------------------------------------------------------------------------------
 
-EventFactory = Callable[[dict[str, Any] | None], dict[str, Any]]
 
 
 class Writer:
@@ -293,8 +311,8 @@ class Writer:
 
     # -- lock --
     def _acquire(self, *, create_dir: bool) -> None:
-        parent = self.files.lock.parent
-        if create_dir and not parent.is_dir():
+        parent = self.files.dir
+        if create_dir and not os.path.isdir(parent):
             try:
                 fsio.mkdir(parent)
             except OSError as exc:
@@ -325,8 +343,10 @@ class Writer:
     def close(self) -> None:
         for fd in (self._jfd, self._lock_fd):
             if fd is not None:
-                with contextlib.suppress(OSError):
+                try:
                     os.close(fd)
+                except OSError:
+                    pass
         self._jfd = self._lock_fd = None
         self._state = None
 
@@ -344,7 +364,7 @@ class Writer:
         if not existed:
             try:
                 # The new file's directory entry must be durable before any record is acknowledged.
-                fsio.fsync_dir(self.files.journal.parent)
+                fsio.fsync_dir(self.files.dir)
             except OSError as exc:
                 raise translate(exc, f"cannot create {self.files.journal}") from exc
 
@@ -397,7 +417,7 @@ class Writer:
             raise translate(exc, f"cannot read {self.files.snapshot}") from exc
         try:
             decoded = snapshot.decode(data)
-        except (orjson.JSONDecodeError, ValueError):
+        except ValueError:
             state.snap_seq = -1  # unreadable view: rebuilt from the journal at the next refresh
             return
         state.snap_size = len(data)
@@ -440,7 +460,7 @@ class Writer:
                 self._archive_current()
                 state = self._full_load()
         elif state.doc is None:
-            if not self.files.snapshot.parent.is_dir():
+            if not os.path.isdir(self.files.dir):
                 raise StoreError(
                     f"parent directory of {self.files.snapshot} does not exist — init creates it;"
                     " check the path"
@@ -452,7 +472,7 @@ class Writer:
             at = event.get("at") or stamp()
             # A copy: apply() below mutates the document in place, and the base record must hold
             # the document as adopted, not as it is after this event.
-            adopted = orjson.loads(orjson.dumps(state.doc))
+            adopted = jsonio.loads(jsonio.dumps(state.doc))
             pending.append({"t": "base", "at": at, "reason": state.adopt, "doc": adopted})
         # Refusals happen here, before anything is written.
         doc, output = apply(base_doc, event)
@@ -522,7 +542,8 @@ class Writer:
         state = state or self._state
         if state is None or state.doc is None:
             return
-        data = snapshot.encode(state.doc, state.seq, state.offset)
+        data = snapshot.encode(state.doc, state.seq, state.offset,
+                               big=state.snap_size > jsonio.BIG)
         try:
             fsio.atomic_write(self.files.snapshot, data)
             state.snap_stat = _stat_key(os.stat(self.files.snapshot, follow_symlinks=False))
@@ -561,35 +582,27 @@ class Writer:
         archive_run(self.files)
 
 
-def _unique(path: Path) -> Path:
-    if not os.path.lexists(path):
-        return path
-    n = 1
-    while True:
-        candidate = path.with_name(f"{path.name}.{n}")
-        if not os.path.lexists(candidate):
-            return candidate
-        n += 1
-
-
-def archive_run(files: RunFiles) -> Path:
-    """Move a run's snapshot, journal and data dir into ``<dir>/archive/`` under a name that never
-    overwrites an earlier archive. The caller holds the run's lock."""
-    archive = files.snapshot.parent / "archive"
+def archive_run(files: RunFiles) -> str:
+    """Move a run's snapshot, journal and data dir into ``<dir>/archive/`` under names that never
+    overwrite an earlier archive. The caller holds the run's lock."""
+    archive = os.path.join(files.dir, "archive")
     tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    base = _unique(archive / f"{files.stem}.{tag}")
+    base = os.path.join(archive, f"{files.stem}.{tag}")
+    n = 0
+    # One free base name for every file of this run, so they stay recognisably together.
+    while any(os.path.lexists(base + sfx) for sfx in (".json", ".journal.jsonl", ".d")):
+        n += 1
+        base = os.path.join(archive, f"{files.stem}.{tag}.{n}")
     try:
         fsio.mkdir(archive)
-        for src, suffix in (
-            (files.snapshot, ".json"),
-            (files.journal, ".journal.jsonl"),
-        ):
-            if os.path.lexists(src):
-                fsio.rename_noclobber(src, _unique(base.with_name(base.name + suffix)))
-        if files.data_dir.is_dir() and not files.data_dir.is_symlink():
-            os.rename(files.data_dir, _unique(base.with_name(base.name + ".d")))
+        if os.path.lexists(files.snapshot):
+            fsio.rename_noclobber(files.snapshot, base + ".json")
+        if os.path.lexists(files.journal):
+            fsio.rename_noclobber(files.journal, base + ".journal.jsonl")
+        if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
+            fsio.rename_noclobber_dir(files.data_dir, base + ".d")
         fsio.fsync_dir(archive)
-        fsio.fsync_dir(files.snapshot.parent)
+        fsio.fsync_dir(files.dir)
     except OSError as exc:
         raise translate(exc, f"cannot archive {files.snapshot}") from exc
     return base
@@ -613,17 +626,18 @@ def _parse_stamp(value: object) -> float | None:
     return None
 
 
-def gc(runs_dir: Path, keep_days: float, *, now: float | None = None) -> tuple[int, Path]:
+def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[int, str]:
     """Archive terminal (done/aborted) runs last updated more than ``keep_days`` ago. Each run is
     examined under its own lock; live runs and unreadable files are never touched."""
-    archive = runs_dir / "archive"
-    if not runs_dir.is_dir():
+    archive = os.path.join(directory, "archive")
+    if not os.path.isdir(directory):
         return -1, archive
     now = time.time() if now is None else now
     cutoff = now - keep_days * 86400
     moved = 0
-    for path in sorted(runs_dir.glob("*.json")):
-        if path.is_symlink() or not path.is_file():
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if not name.endswith(".json") or os.path.islink(path) or not os.path.isfile(path):
             continue
         writer = Writer(files_for(path))
         try:
@@ -645,7 +659,7 @@ def gc(runs_dir: Path, keep_days: float, *, now: float | None = None) -> tuple[i
             if updated is None:
                 # No usable stamp: the file's own age stands in (the seed archived these blindly).
                 try:
-                    updated = path.stat().st_mtime
+                    updated = os.stat(path).st_mtime
                 except OSError:
                     continue
             if updated > cutoff:
@@ -657,6 +671,3 @@ def gc(runs_dir: Path, keep_days: float, *, now: float | None = None) -> tuple[i
             writer.close()
     return moved, archive
 
-
-def dumps_pretty(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()

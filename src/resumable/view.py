@@ -387,14 +387,14 @@ def render_status(
     attention = [b for b in ATTENTION_ORDER if t.counts.get(b)]
     if attention:
         out.append([("needs attention", "bold")])
-        shown = 0
+        n_shown = 0
         hidden: dict[str, int] = {}
         for b in attention:
-            take = t.first.get(b, [])[: max(0, detail_limit - shown)]
+            take = t.first.get(b, [])[: max(0, detail_limit - n_shown)]
             for uid in take:
                 extra = f"waiting on {roots[uid]}" if uid in roots and b == "dep_blocked" else ""
                 out.append(unit_line(uid, units.get(uid), now, extra))
-            shown += len(take)
+            n_shown += len(take)
             if t.counts[b] > len(take):
                 hidden[b] = t.counts[b] - len(take)
         if hidden:

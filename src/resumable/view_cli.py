@@ -18,11 +18,41 @@ from typing import IO, Any
 import click
 
 from resumable import discovery, recipe, view
-from resumable.errors import CorruptRunError, UsageError
+from resumable.errors import CorruptRunError, ResumableError, UsageError
 from resumable.view import Line
 
 WATCH_INTERVAL = 0.5  # seconds between two stats of the run's files while watching
 TICK = 1.0  # re-render this often even without a change, so elapsed times move
+
+
+class OneLineError(click.ClickException):
+    """A user error as the contract wants it: `resumable: <message>` on one line, its exit code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(" ".join(message.split()))
+        self.exit_code = exit_code  # type: ignore[misc]  # click declares it a ClassVar
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"resumable: {self.message}", err=True)
+
+
+class ReaderCommand(click.Command):
+    """A click command whose failures end as one line and the contract's exit code.
+
+    click's own usage errors exit 2 with a multi-line usage block, and 2 means "refused" here;
+    a ResumableError escaping a subcommand would print a traceback. Both become OneLineError."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise OneLineError(f"{self.name}: {exc.format_message()}", 1) from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ResumableError as exc:
+            raise OneLineError(str(exc), exc.exit_code) from exc
 
 
 class Printer:
@@ -36,7 +66,7 @@ class Printer:
 
     @classmethod
     def for_stdout(cls, no_color: bool) -> Printer:
-        out = click.get_text_stream("stdout")
+        out: IO[str] = sys.stdout
         tty = out.isatty()
         color = tty and not no_color and not os.environ.get("NO_COLOR")
         width = shutil.get_terminal_size((100, 24)).columns if tty else None
@@ -108,7 +138,7 @@ def watch(
     frame: Callable[[dict[str, Any], float], list[Line]],
     printer: Printer,
     *,
-    interval: float = WATCH_INTERVAL,
+    interval: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.time,
 ) -> int:
@@ -117,6 +147,8 @@ def watch(
     One stat pair per interval is the whole cost of waiting; the document is re-read only when a
     size or mtime moved. On a terminal the frame is redrawn in place (rich Live) and ticks every
     second so elapsed times move; into a pipe a new frame is printed only on a change."""
+    if interval is None:
+        interval = WATCH_INTERVAL
     doc = discovery.load_doc(path)
     sig = _signature(path)
     warning: str | None = None
@@ -171,7 +203,7 @@ def watch(
     return 0
 
 
-@click.command("status")
+@click.command("status", cls=ReaderCommand)
 @click.argument("run", required=False)
 @click.option("--list", "list_", is_flag=True, help="One line per run, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the document(s) as JSON.")
@@ -251,7 +283,7 @@ def status_command(
         if as_json:
             printer.text(dump_json({"file": file, "error": entry.error}))
             ctx.exit(1)
-        raise CorruptRunError(f"cannot show {file}: {entry.error}")
+        raise CorruptRunError(entry.error or f"cannot read {file}")
     doc = entry.doc
 
     if as_json:

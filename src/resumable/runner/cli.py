@@ -45,7 +45,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
     if value is None:
         return None
     try:
-        return parse_duration(value if not isinstance(value, str) else value, f"--{param.name}")
+        return parse_duration(value, f"--{param.name}")
     except ResumableError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -85,7 +85,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
 @click.option("--status", "show_status", is_flag=True, help="Show the run as `resumable status` does.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and the final summary.")
 @click.pass_context
-def run_command(ctx: click.Context, **kw: Any) -> None:
+def run_command(ctx: click.Context, /, **kw: Any) -> None:
     """Run a job as a resumable DAG of steps; re-run the same command to finish what is left.
 
     JOBFILE is a TOML job file (default ./resumable.toml); or describe the steps with --step.
@@ -185,18 +185,14 @@ def _main(ctx: click.Context, **kw: Any) -> int:
 
 
 def _show_status(run_id: str, runs_dir: Path) -> int:
+    from resumable.view_cli import status_command
+
     try:
-        from resumable.view_cli import status_command
-    except ImportError:  # pragma: no cover - the status verb ships with the package
-        status_command = None
-    if status_command is not None:
-        try:
-            rv = status_command.main(args=[run_id, "--dir", str(runs_dir)],
-                                     prog_name="resumable status", standalone_mode=False)
-        except click.exceptions.Exit as exc:
-            return int(exc.exit_code)
-        return int(rv) if isinstance(rv, int) else 0
-    raise UsageError("the status view is not installed")
+        rv = status_command.main(args=[run_id, "--dir", str(runs_dir)],
+                                 prog_name="resumable status", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    return int(rv) if isinstance(rv, int) else 0
 
 
 def _reset(run_id: str, runs_dir: Path, quiet: bool) -> int:
@@ -245,14 +241,15 @@ def _execute(job: Job, run: Any, runs_dir: Path, kw: Mapping[str, Any], raw: lis
 
         writer = SafeWriter(run, reporter.warn, reopen=reopen)
         if run.exists():
-            writer._do("begin", lambda s: s.begin(launch))  # type: ignore[attr-defined]
+            writer.call("begin", lambda s: s.begin(launch))
         else:
             ids = [s.id for s in job.steps]
-            writer._do("init", lambda s: s.init(  # type: ignore[attr-defined]
+            writer.call("init", lambda s: s.init(
                 f"resumable run {job.name}", units=ids, run_id=job.name, launch=launch))
-            writer._do("begin", lambda s: s.begin(launch))  # type: ignore[attr-defined]
+            writer.call("begin", lambda s: s.begin(launch))
         doc = _doc(writer)
-        units: dict[str, Any] = doc.get("units") if isinstance(doc.get("units"), dict) else {}
+        got = doc.get("units")
+        units: dict[str, Any] = got if isinstance(got, dict) else {}
         now = iso(__import__("time").time())
         # A unit still in_progress belongs to a runner that died (we hold the lock): its attempt
         # counts, and is closed as interrupted before the step runs again.
@@ -264,7 +261,8 @@ def _execute(job: Job, run: Any, runs_dir: Path, kw: Mapping[str, Any], raw: lis
                 att = {"n": n, "status": "interrupted", "finishedAt": now} if n > 0 else None
                 writer.unit(sid, "interrupted", note="runner died during this step", attempt=att)
         doc = _doc(writer) or doc
-        units = doc.get("units") if isinstance(doc.get("units"), dict) else units
+        got = doc.get("units")
+        units = got if isinstance(got, dict) else units
         decisions = explain.plan(job, units, force=kw["force"])
         for s in job.steps:
             d = decisions[s.id]
@@ -276,7 +274,7 @@ def _execute(job: Job, run: Any, runs_dir: Path, kw: Mapping[str, Any], raw: lis
         def log_path(step: Step, n: int) -> str:
             if step.log:
                 return step.log
-            base = Path(kw["logs_dir"]).resolve() if kw["logs_dir"] else runs_dir / job.name / "logs"
+            base = Path(kw["logs_dir"]).resolve() if kw["logs_dir"] else run.data_dir / "logs"
             return str(base / f"{step.id}.{n}.log")
 
         estimates = _estimates(units)
@@ -293,7 +291,13 @@ def _execute(job: Job, run: Any, runs_dir: Path, kw: Mapping[str, Any], raw: lis
         finally:
             restore()
             reporter.close()
-        return _conclude(job, writer, out, decisions, launch, reporter, kw["quiet"])
+        code = _conclude(job, writer, out, decisions, launch, reporter, kw["quiet"])
+        try:
+            # Large runs refresh the snapshot on a budget: leave it exact for `cat` and `jq`.
+            writer.store.close()
+        except (ResumableError, OSError):
+            pass
+        return code
     finally:
         lock.release()
 
@@ -323,9 +327,9 @@ def _estimates(units: Mapping[str, Any]) -> dict[str, float]:
     for sid, u in units.items():
         atts = u.get("attempts") if isinstance(u, dict) else None
         if isinstance(atts, list):
-            ds = [a.get("duration") for a in atts
-                  if isinstance(a, dict) and a.get("status") == "done"]
-            ds = [d for d in ds if isinstance(d, (int, float))]
+            ds = [float(a["duration"]) for a in atts
+                  if isinstance(a, dict) and a.get("status") == "done"
+                  and isinstance(a.get("duration"), (int, float))]
             if ds:
                 out[sid] = float(ds[-1])
     return out
@@ -348,7 +352,7 @@ def _conclude(job: Job, writer: SafeWriter, out: Any, decisions: Mapping[str, An
 
     if not out.interrupted:
         if out.all_done:
-            writer.finalize("done", {"steps": len(job.steps), "summary": summary})
+            writer.finalize("done", summary)
         else:
             items = []
             for sid in out.failed:
@@ -360,7 +364,7 @@ def _conclude(job: Job, writer: SafeWriter, out: Any, decisions: Mapping[str, An
                 })
             if items:
                 writer.item(items)
-            writer.finalize("needs_attention", {"steps": len(job.steps), "summary": summary})
+            writer.finalize("needs_attention", summary)
     writer.retry()
 
     err = sys.stderr

@@ -232,7 +232,8 @@ class Scheduler:
                 if status == "interrupted":
                     continue
                 self.out.failed.append(sid)
-                if not self.opt.keep_going or (self.opt.max_failures is not None and len(self.out.failed) >= self.opt.max_failures):
+                cap = self.opt.max_failures
+                if not self.opt.keep_going or (cap is not None and len(self.out.failed) >= cap):
                     stopping = True
 
             for d in list(draining):
@@ -277,13 +278,13 @@ class Scheduler:
                         state[s.id] = "running"
                         now = self.clock()
 
-            if not running and not draining and (stopping or not ready_at):
-                # Nothing runs, nothing drains, and no retry is due: either all is finished or
-                # nothing else can start (stopped, or waiting steps need something not done).
-                if stopping or not any(st == "waiting" and all(
+            # Nothing runs, nothing drains, and no retry is due: either all is finished or nothing
+            # else can start (stopped, or waiting steps need something not done).
+            if not running and not draining and (stopping or not ready_at) and (
+                    stopping or not any(st == "waiting" and all(
                         state.get(d) in ("done", "skipped") for d in self.steps[sid].needs)
-                        for sid, st in state.items()):
-                    break
+                        for sid, st in state.items())):
+                break
 
             self.reporter.tick()
             self._wait(running, draining, ready_at, now)

@@ -31,11 +31,19 @@ class RunStore(Protocol):
 
     def invalidate(self, unit_id: str, reason: str) -> None: ...
 
+    def init(self, task: str, *, units: Sequence[str] = (), run_id: str | None = None,
+             launch: dict[str, Any] | None = None, required_phases: Sequence[str] = (),
+             require_validation: bool = False) -> str: ...
+
+    def begin(self, launch: dict[str, Any] | None = None) -> None: ...
+
     def item(self, items: object) -> list[str]: ...
 
     def resolve(self, ids: Sequence[str]) -> list[str]: ...
 
-    def finalize(self, status: str, result: Any = None) -> None: ...
+    def finalize(self, status: str, result: str | None = None) -> None: ...
+
+    def close(self) -> None: ...
 
     @property
     def doc(self) -> dict[str, Any]: ...
@@ -108,7 +116,10 @@ class SafeWriter:
         ids = list(ids)
         return self._do("resolve items", lambda s: s.resolve(ids))
 
-    def finalize(self, status: str, result: Any = None) -> bool:
+    def call(self, what: str, call: Callable[[RunStore], object]) -> bool:
+        return self._do(what, call)
+
+    def finalize(self, status: str, result: str | None = None) -> bool:
         return self._do(f"finalize {status}", lambda s: s.finalize(status, result))
 
     def retry(self) -> bool:
