@@ -48,6 +48,28 @@ def encode(doc: dict[str, Any], seq: int, offset: int, *, big: bool = False) -> 
     return body + _MARKER_SEP + marker + b"\n}\n"
 
 
+def peek(data: bytes) -> Marker | None:
+    """The marker of an intact snapshot, found without parsing the document; None when the
+    marker is missing or the bytes before it are not the ones resumable wrote."""
+    idx = data.rfind(_MARKER_SEP)
+    if idx <= 0:
+        return None
+    end = data.find(b"}", idx + len(_MARKER_SEP))
+    try:
+        raw = jsonio.loads(data[idx + len(_MARKER_SEP) : end + 1])
+    except ValueError:
+        return None
+    if not (
+        isinstance(raw, dict)
+        and isinstance(raw.get("seq"), int)
+        and isinstance(raw.get("offset"), int)
+        and raw.get("crc") == f"{zlib.crc32(data[:idx]):08x}"
+        and data[end + 1 :].strip() == b"}"
+    ):
+        return None
+    return Marker(raw["seq"], raw["offset"])
+
+
 def decode(data: bytes) -> Decoded:
     """Parse snapshot bytes. Raises ``ValueError`` (not JSON, not an object); callers translate
     it."""

@@ -47,6 +47,11 @@ RUNS_SUBDIR = os.path.join(".resumable", "runs")
 # written over a run stay within the journal's bytes and a write costs O(1) amortised.
 EXACT_SNAPSHOT_BYTES = 64 * 1024
 
+# TEST SEAM ONLY (reliability goal R6's negative control): with RESUMABLE_UNSAFE_NO_LOCK=1 writers
+# skip the flock, so the concurrent-writer test can prove it is able to see lost writes. Never set
+# it in production: concurrent writers then overwrite each other's journal records.
+UNSAFE_NO_LOCK = os.environ.get("RESUMABLE_UNSAFE_NO_LOCK") == "1"
+
 
 # --- where runs live -------------------------------------------------------------------------
 
@@ -329,6 +334,8 @@ class Writer:
                 ) from exc
             except OSError as exc:
                 raise translate(exc, f"cannot open lock {self.files.lock}") from exc
+        if UNSAFE_NO_LOCK:
+            return
         while True:
             try:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
@@ -337,7 +344,7 @@ class Writer:
                 continue
 
     def _release(self) -> None:
-        if self._lock_fd is not None:
+        if self._lock_fd is not None and not UNSAFE_NO_LOCK:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
@@ -369,25 +376,31 @@ class Writer:
                 raise translate(exc, f"cannot create {self.files.journal}") from exc
 
     def _full_load(self) -> Loaded:
-        state = load(self.files)
-        self._state = state
-        self._snap_offset = state.snap_offset
         if self._jfd is not None:
             os.close(self._jfd)
             self._jfd = None
+        try:
+            self._jino = os.stat(self.files.journal, follow_symlinks=False).st_ino
+        except OSError:
+            self._jino = 0
+        state = load(self.files)
+        self._state = state
+        self._snap_offset = state.snap_offset
         return state
 
     def _catch_up(self) -> Loaded:
         state = self._state
-        if state is None or self._jfd is None:
+        if state is None:
             return self._full_load()
         try:
             st = os.stat(self.files.journal, follow_symlinks=False)
         except FileNotFoundError:
-            return self._full_load()
-        if st.st_ino != self._jino or st.st_size < state.offset:
+            if state.journal_exists:
+                return self._full_load()  # moved away (gc, re-init) by someone else
+            st = None
+        if st is not None and (st.st_ino != self._jino or st.st_size < state.offset):
             return self._full_load()  # replaced (gc, re-init) or truncated by someone else
-        if st.st_size > state.offset:
+        if st is not None and st.st_size > state.offset:
             data = _read_journal(self.files.journal, state.offset)
             scan = journal.scan(data, base=state.offset, path=self.files.journal,
                                 after_seq=state.seq)
@@ -410,20 +423,24 @@ class Writer:
         state.snap_stat = snap_st
         if snap_st is None:
             state.snap_seq = -1
+            state.snap_size = 0  # a missing view is rebuilt at the next write, whatever its size
             return
         try:
             data = fsio.read_bytes(self.files.snapshot)
         except OSError as exc:
             raise translate(exc, f"cannot read {self.files.snapshot}") from exc
+        state.snap_size = len(data)
+        marker = snapshot.peek(data)
+        if marker is not None:
+            # Another writer's refresh: intact, so the document need not be parsed at all.
+            state.snap_seq = marker.seq
+            self._snap_offset = marker.offset
+            return
         try:
             decoded = snapshot.decode(data)
         except ValueError:
             state.snap_seq = -1  # unreadable view: rebuilt from the journal at the next refresh
-            return
-        state.snap_size = len(data)
-        if decoded.marker is not None and decoded.intact:
-            state.snap_seq = decoded.marker.seq
-            self._snap_offset = decoded.marker.offset
+            state.snap_size = 0
             return
         after = decoded.marker.seq if decoded.marker is not None else state.seq
         if after < state.seq:
@@ -441,6 +458,17 @@ class Writer:
     def commit(self, make_event: EventFactory, *, init: bool = False) -> Any:
         """Apply the event ``make_event(current_doc)`` and make it durable. ``init`` allows
         starting a run (creating the directory, archiving a finished run's files)."""
+        if not init and self._state is None and not (
+            os.path.lexists(self.files.snapshot) or os.path.lexists(self.files.journal)
+        ):
+            # Checked before taking the lock, whose file would otherwise be left behind by a
+            # write to a run that does not exist (bad input must change nothing on disk).
+            if not os.path.isdir(self.files.dir) and not self.files.by_id:
+                raise StoreError(
+                    f"parent directory of {self.files.snapshot} does not exist — init creates it;"
+                    " check the path"
+                )
+            raise missing_run(self.files)
         self._acquire(create_dir=init)
         try:
             return self._commit_locked(make_event, init=init)
@@ -503,13 +531,19 @@ class Writer:
             fsio.write_all(fd, data, self.files.journal)
             fsio.fsync(fd, self.files.journal)
         except OSError as exc:
-            self._rollback(state)
-            raise translate(exc, f"cannot write {self.files.journal}") from exc
+            rolled_back = self._rollback(state)
+            err = translate(exc, f"cannot write {self.files.journal}")
+            if not rolled_back:
+                # R5 (proof suite): the unacknowledged record could not be cut off, so the next
+                # reader may see it; say so rather than let the user believe it was not saved.
+                err = type(err)(f"{err} (the journal could not be rolled back either: this last"
+                                " write may or may not have been saved)")
+            raise err from exc
         state.seq = seq
         state.offset += len(data)
         state.journal_exists = True
 
-    def _rollback(self, state: Loaded) -> None:
+    def _rollback(self, state: Loaded) -> bool:
         """After a failed append: cut the journal back to the last acknowledged record (never
         retry the fsync: after a failed fsync the kernel may have dropped the dirty pages, so a
         retry could report success for data that is gone). Then forget the in-memory state."""
@@ -517,13 +551,16 @@ class Writer:
         self._jfd = None
         self._state = None
         if fd is None:
-            return
+            return False
         try:
+            # Nothing reached the file when the write itself failed before writing; the truncate
+            # is still issued, so a partial write is cut off.
             fsio.truncate(fd, state.offset, self.files.journal)
         except OSError:
-            pass  # the next writer sees an unacknowledged tail; see the closing note on R5
+            return False  # the next reader may see the unacknowledged record; the error says so
         finally:
             os.close(fd)
+        return True
 
     def _maybe_refresh(self, state: Loaded, *, force: bool) -> None:
         if state.snap_seq == state.seq:
