@@ -95,6 +95,10 @@ def run_command(ctx: click.Context, /, **kw: Any) -> None:
     except ResumableError as exc:
         click.echo(f"resumable: {exc}", err=True)
         code = exc.exit_code
+    except KeyboardInterrupt:
+        # Ctrl-C before any step started (while loading or reaping): nothing to save.
+        click.echo("resumable: interrupted", err=True)
+        code = 130
     ctx.exit(code)
 
 
@@ -348,10 +352,19 @@ def _conclude(job: Job, writer: SafeWriter, out: Any, decisions: Mapping[str, An
     for st in out.states.values():
         counts[st] = counts.get(st, 0) + 1
     summary = ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))
-    status_word = "interrupted" if out.interrupted else ("done" if out.all_done else "needs attention")
 
+    # Units the job no longer has (a step removed from the job file) are kept, as the seed keeps
+    # them; but while one is not done the run cannot honestly be finalized done.
+    stale = sorted(uid for uid, u in (doc.get("units") or {}).items()
+                   if uid not in {s.id for s in job.steps}
+                   and not (isinstance(u, dict) and u.get("status") == "done"))
+    finished = out.all_done and not stale
+    status_word = "interrupted" if out.interrupted else ("done" if finished else "needs attention")
+    if stale and out.all_done:
+        reporter.warn(f"the run has units this job no longer has, not done: {', '.join(stale)}; "
+                      "the run stays needs_attention (use --reset to start afresh)")
     if not out.interrupted:
-        if out.all_done:
+        if out.all_done and not stale:
             writer.finalize("done", summary)
         else:
             items = []
@@ -371,7 +384,7 @@ def _conclude(job: Job, writer: SafeWriter, out: Any, decisions: Mapping[str, An
     if out.failed and not quiet:
         reporter.failure_tails(sys.stdout)
     print(f"{job.name}: {status_word} ({summary})")
-    if not out.all_done:
+    if not finished:
         print(f"resume with: {_resume_hint(launch)}")
     unsaved = writer.unsaved()
     if unsaved or writer.dropped:
@@ -381,7 +394,7 @@ def _conclude(job: Job, writer: SafeWriter, out: Any, decisions: Mapping[str, An
               "was not saved will run again", file=err)
     if out.interrupted:
         return 130
-    if not out.all_done or unsaved or writer.dropped:
+    if not finished or unsaved or writer.dropped:
         return 1
     return 0
 

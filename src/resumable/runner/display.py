@@ -104,7 +104,7 @@ class LiveReporter(PlainReporter):
         from rich.console import Console
         from rich.live import Live
 
-        self.console = Console(file=self.out)
+        self.console = Console(file=self.out, highlight=False)
         self.live = Live(console=self.console, refresh_per_second=8, transient=False)
         self.total = 0
         self.done = 0

@@ -52,6 +52,10 @@ def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -
         return Decision(step.id, True, "interrupted last time")
     if status == "dep_blocked":
         return Decision(step.id, True, "was blocked by a failed step last time")
+    invs = u.get("invalidations")
+    if status == "pending" and isinstance(invs, list) and invs and isinstance(invs[-1], Mapping):
+        # Invalidated by an earlier runner that stopped before re-running it.
+        return Decision(step.id, True, str(invs[-1].get("reason") or "invalidated"))
     if not done:
         return Decision(step.id, True, "never ran" if status == "pending" else f"not done ({status})")
     changes = fingerprint_changes(step, u.get("fingerprint"))

@@ -441,8 +441,9 @@ class _FailedSpawn:
 
 
 def install_signal_handlers(scheduler: Scheduler) -> Callable[[], None]:
-    """SIGINT/SIGTERM -> scheduler.interrupt(); returns a function restoring the old handlers."""
-    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    """SIGINT/SIGTERM/SIGHUP -> scheduler.interrupt(); returns a function restoring the old handlers."""
+    # SIGHUP too: a dropped SSH session is the commonest way a long job gets interrupted.
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
     def handler(signum: int, frame: object) -> None:
         scheduler.interrupt()
