@@ -141,3 +141,138 @@ def big_doc(n: int, run_id: str = "run-big") -> dict[str, Any]:
                               "duration": 2.0}]
         units[f"u{i}"] = u
     return base_doc(run_id, units=units)
+
+
+def sample_run(run_id: str = "release-2026-11-29") -> dict[str, Any]:
+    """A realistic finished run for the report screenshot and the browser test: 36 units on four
+    workers, a few retried steps, one step that failed three times, one timeout, and the steps
+    stuck behind them."""
+    import random
+
+    rng = random.Random(7)
+    names = (
+        ["fetch-deps", "codegen", "lint"]
+        + [f"compile:{m}" for m in ("core", "api", "cli", "store", "runner", "web")]
+        + [f"test:{m}" for m in ("core", "api", "cli", "store", "runner", "web", "e2e")]
+        + [f"bench:{m}" for m in ("write", "read", "replay")]
+        + [f"docs:{p}" for p in ("guide", "api", "cli", "faq")]
+        + [f"package:{t}" for t in ("wheel", "sdist", "deb", "rpm", "docker")]
+        + ["sign", "checksums", "smoke-install", "changelog", "upload", "announce", "tag"]
+    )
+    deps: dict[str, list[str]] = {n: [] for n in names}
+    for n in names:
+        if n.startswith("compile:"):
+            deps[n] = ["fetch-deps", "codegen"]
+        elif n.startswith("test:"):
+            m = n.split(":")[1]
+            deps[n] = [f"compile:{m}"] if m != "e2e" else ["compile:api", "compile:web"]
+        elif n.startswith("bench:"):
+            deps[n] = ["compile:store"]
+        elif n.startswith("package:"):
+            deps[n] = ["test:core", "test:cli"]
+        elif n in ("sign", "checksums"):
+            deps[n] = ["package:wheel", "package:sdist"]
+        elif n in ("smoke-install", "upload"):
+            deps[n] = ["sign", "checksums", "test:e2e"]
+        elif n in ("announce", "tag"):
+            deps[n] = ["upload"]
+    retry = {"test:api": 2, "compile:web": 2, "bench:replay": 3, "docs:api": 2}
+    fail = {"test:e2e"}
+    timeout = {"bench:read"}
+    workers = [0.0] * 4
+    finish: dict[str, float] = {}
+    state: dict[str, str] = {}
+    units: dict[str, Any] = {}
+    for n in names:
+        if any(state.get(d) != "done" for d in deps[n]):
+            state[n] = "dep_blocked" if any(state.get(d) in ("failed", "timeout", "dep_blocked")
+                                            for d in deps[n]) else "pending"
+            units[n] = unit(state[n], dependsOn=deps[n])
+            continue
+        ready = max([finish[d] for d in deps[n]], default=0.0)
+        attempts = []
+        tries = 3 if n in fail else retry.get(n, 1)
+        w = min(range(4), key=lambda i: workers[i])
+        t = max(workers[w], ready)
+        for k in range(1, tries + 1):
+            dur = rng.uniform(20, 140) if not n.startswith("bench") else rng.uniform(90, 200)
+            if n in timeout:
+                dur, st, code = 300.0, "timeout", -15
+            elif n in fail or k < tries:
+                st, code = "failed", 1
+            else:
+                st, code = "done", 0
+            attempts.append({"n": k, "status": st, "startedAt": ts(t), "finishedAt": ts(t + dur),
+                             "exitCode": code, "duration": round(dur, 1),
+                             "log": f".resumable/runs/{run_id}/logs/{n}.{k}.log"})
+            t += dur + (4 * k if k < tries else 0)
+        workers[w] = t
+        finish[n] = t
+        state[n] = attempts[-1]["status"]
+        units[n] = unit(state[n], dependsOn=deps[n], startedAt=attempts[0]["startedAt"],
+                        finishedAt=attempts[-1]["finishedAt"], attempts=attempts,
+                        note="e2e: checkout flow asserts on a stale price" if n in fail else "")
+    end = max(finish.values())
+    return base_doc(
+        run_id,
+        task="Release 2.4: build, test, package and publish",
+        status="needs_attention",
+        updatedAt=ts(end),
+        finishedAt=ts(end),
+        phases={"build": {"status": "done", "updatedAt": ts(600)},
+                "test": {"status": "blocked", "updatedAt": ts(end)},
+                "ship_prep": {"status": "pending", "updatedAt": ts(0)}},
+        currentPhase="test",
+        units=units,
+        openItems=[
+            {"at": ts(end), "id": "e2e-stale-price", "severity": "blocker",
+             "issue": "test:e2e fails 3/3: checkout flow asserts on a stale price"},
+            {"at": ts(end), "id": "bench-read-timeout", "severity": "high",
+             "issue": "bench:read exceeded its 300 s timeout"},
+            {"at": ts(end), "id": "flaky-test-api", "severity": "low",
+             "issue": "test:api passed on retry 2; flaky fixture?"},
+        ],
+        resolvedItems=[{"at": ts(10), "id": "lockfile-drift", "issue": "lockfile drift",
+                        "resolvedAt": ts(200)}],
+        finalValidation={"status": "red", "at": ts(end), "note": "e2e red"},
+        launch={"kind": "resumable", "argv": ["resumable", "run", "release.toml"],
+                "cwd": "/srv/release"},
+    )
+
+
+def attempt_count(doc: dict[str, Any]) -> int:
+    """Bars the report must draw: one per attempt, or one per started unit without attempts."""
+    n = 0
+    for u in doc["units"].values():
+        if not isinstance(u, dict):
+            continue
+        atts = u.get("attempts")
+        if isinstance(atts, list) and atts:
+            n += sum(1 for a in atts if isinstance(a, dict) and a.get("startedAt"))
+        elif u.get("startedAt"):
+            n += 1
+    return n
+
+
+if __name__ == "__main__":  # python tests/status_fixtures.py docs/report.png
+    import subprocess
+    import sys
+    import tempfile
+    import time as _time
+
+    from resumable.report import build_html
+
+    out = Path(sys.argv[1])
+    doc = sample_run()
+    with tempfile.TemporaryDirectory() as tmp:
+        page = Path(tmp) / "report.html"
+        page.write_text(build_html(doc, now=_time.time(), file=f"/srv/release/.resumable/runs/"
+                                   f"{doc['id']}.json"), encoding="utf-8")
+        subprocess.run(
+            ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={tmp}/ud", "--hide-scrollbars",
+             f"--screenshot={out.resolve()}", "--window-size=1200,800", page.as_uri()],
+            check=True, capture_output=True,
+        )
+    print(out)

@@ -103,13 +103,36 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["--version"]:
         print(f"resumable, version {__version__}")
         return 0
+    import click
+
+    from resumable.errors import ResumableError
+
     app = _click_app()
     try:
-        app.main(args=args, prog_name="resumable", standalone_mode=True)
+        result = app.main(args=args, prog_name="resumable", standalone_mode=False)
+    except ResumableError as exc:
+        sys.stderr.write(f"resumable: {exc}\n")
+        return exc.exit_code
+    except click.exceptions.UsageError as exc:
+        # click exits 2 for usage errors; here 2 means "refused", so a usage error is 1, one line.
+        hint = f" (resumable {exc.ctx.command_path.split(' ', 1)[-1]} --help)" if exc.ctx else ""
+        sys.stderr.write(f"resumable: {exc.format_message()}{hint}\n")
+        return 1
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        sys.stderr.write("resumable: interrupted\n")
+        return 130
+    except KeyboardInterrupt:
+        sys.stderr.write("resumable: interrupted\n")
+        return 130
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
-    return 0
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":

@@ -116,6 +116,9 @@ def pick_run(runs_dir: Path, run: str | None) -> RunEntry | None:
         path = Path(run).expanduser()
         if path.is_file():
             return read_entry(path)
+        # The seed also matches a bare file name inside the runs directory.
+        if os.sep not in run and (runs_dir / run).is_file():
+            return read_entry(runs_dir / run)
         raise NoRunError(f'no run matches "{run}" (no such file)')
     if run is not None:
         # Exact id: go straight to the file, so naming a run does not load every other run.

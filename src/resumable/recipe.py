@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from resumable.model import unit_deps, unit_status, units_of
+from resumable import plan
 
 _BARE: Final = re.compile(r"^[A-Za-z0-9._/@:=+-]+$")
 # pipeline.mjs's SAFE_ID (seed-contracts §1.7): an id it rejects must not be printed as a command.
@@ -37,64 +37,9 @@ def shquote(token: str) -> str:
 
 
 def resume_set(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The seed-shaped resume set ``{skip, eligible, dep_blocked: {unit: root}}``, null-safe.
-
-    Same answer as ``plan.resume_set`` (a property test holds them together) in O(N): the seed's
-    walk to a chain root is repeated per blocked unit, which is O(N^2) on a long chain (seconds at
-    8,000 units, hours at 100,000), and the planner's cycle report costs ~0.5 s at 100,000 units;
-    a status view must not pay either. Each node's root is memoised: on an acyclic walk every node
-    passed shares the end node; when a walk closes a cycle at node c, the nodes before c resolve
-    to c and each node of the cycle to itself (its own walk first revisits itself).
-    """
-    units = units_of(doc)
-    status = {uid: unit_status(u) for uid, u in units.items()}
-    memo: dict[str, str] = {}
-
-    def first_not_done(uid: str) -> str | None:
-        for d in unit_deps(units.get(uid)):
-            if status.get(d) != "done":
-                return d
-        return None
-
-    def walk(start: str) -> str:
-        path: list[str] = []
-        index: dict[str, int] = {}
-        node = start
-        while True:
-            if node in memo:
-                root = memo[node]
-                for p in path:
-                    memo[p] = root
-                return root
-            if node in index:
-                at = index[node]
-                for p in path[:at]:
-                    memo[p] = node
-                for p in path[at:]:
-                    memo[p] = p
-                return node
-            index[node] = len(path)
-            path.append(node)
-            nxt = first_not_done(node) if node in units else None
-            if nxt is None:
-                for p in path:
-                    memo[p] = node
-                return node
-            node = nxt
-
-    skip: list[str] = []
-    eligible: list[str] = []
-    dep_blocked: dict[str, str] = {}
-    for uid in units:
-        if status[uid] == "done":
-            skip.append(uid)
-            continue
-        missing = first_not_done(uid)
-        if missing is None:
-            eligible.append(uid)
-        else:
-            dep_blocked[uid] = walk(missing)
-    return {"skip": skip, "eligible": eligible, "dep_blocked": dep_blocked}
+    """The seed-shaped resume set ``{skip, eligible, dep_blocked: {unit: root}}``, null-safe, in
+    O(N), without the planner's diagnostics (their cycle search is not worth a status view's time)."""
+    return plan.resume_set(doc, diagnostics=False)
 
 
 def set_line(rs: Mapping[str, Any]) -> str:
@@ -246,6 +191,8 @@ def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None) -
         out.append(f"# run {run} is done: every unit converged, there is nothing to resume")
     elif status == "aborted":
         out.append(f"# run {run} was aborted: it is not meant to be resumed")
+    elif status in ("running", "initializing"):
+        out.append(f"# run {run} is marked {status}: resume only once its runner has stopped")
     if desc.get("runnable"):
         out.append(f"# resume run {desc.get('run')} ({kind}):")
         out.append(str(desc.get("shell")))

@@ -243,7 +243,7 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-@click.command("report", cls=ReaderCommand)
+@click.command("report", cls=ReaderCommand, short_help="Write a run's timeline as one HTML file.")
 @click.argument("run", required=False)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
               help="Where to write the HTML (default ./<run-id>.report.html; '-' for stdout).")

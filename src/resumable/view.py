@@ -296,8 +296,10 @@ def finding_line(item: object) -> Line:
     return line
 
 
-def unit_line(uid: str, unit: object, now: float, extra: str = "") -> Line:
+def unit_line(uid: str, unit: object, now: float, extra: str = "", pad: int = 0) -> Line:
+    """One unit's detail line; ``pad`` aligns the ids of a block of lines."""
     b = unit_bucket(unit)
+    uid = uid.ljust(pad)
     if b == "malformed":
         return [("  ? ", "magenta"), (uid, "bold"), (f"  malformed unit ({one_line(unit, 60)})",
                                                      "magenta")]
@@ -384,16 +386,21 @@ def render_status(
 
     rs = recipe.resume_set(doc)
     roots: Mapping[str, str] = rs["dep_blocked"]
-    attention = [b for b in ATTENTION_ORDER if t.counts.get(b)]
+    # The live view leads with what is running (elapsed times tick there); a snapshot view leads
+    # with what needs a human.
+    order = ("in_progress", *(b for b in ATTENTION_ORDER if b != "in_progress")) if show_eta \
+        else ATTENTION_ORDER
+    attention = [b for b in order if t.counts.get(b)]
     if attention:
         out.append([("needs attention", "bold")])
         n_shown = 0
         hidden: dict[str, int] = {}
+        pad = min(24, max(len(u) for b in attention for u in t.first.get(b, [""])))
         for b in attention:
             take = t.first.get(b, [])[: max(0, detail_limit - n_shown)]
             for uid in take:
                 extra = f"waiting on {roots[uid]}" if uid in roots and b == "dep_blocked" else ""
-                out.append(unit_line(uid, units.get(uid), now, extra))
+                out.append(unit_line(uid, units.get(uid), now, extra, pad))
             n_shown += len(take)
             if t.counts[b] > len(take):
                 hidden[b] = t.counts[b] - len(take)
@@ -480,9 +487,9 @@ def render_units(doc: Mapping[str, Any], state: str, now: float) -> list[Line]:
     units = doc.get("units")
     out: list[Line] = []
     if isinstance(units, dict):
-        for uid, unit in units.items():
-            if unit_bucket(unit) == want:
-                out.append(unit_line(uid, unit, now))
+        chosen = [(uid, unit) for uid, unit in units.items() if unit_bucket(unit) == want]
+        pad = min(24, max((len(uid) for uid, _ in chosen), default=0))
+        out = [unit_line(uid, unit, now, pad=pad) for uid, unit in chosen]
     if not out:
         out.append([(f"no units are {state}", "dim")])
     return out

@@ -173,8 +173,9 @@ def watch(
             sig = new
             try:
                 doc, warning = discovery.load_doc(path), None
-            except CorruptRunError as exc:
-                # A half-written external edit: keep the last good state, try again next change.
+            except ResumableError as exc:
+                # A half-written external edit, or the file moved away mid-watch (gc): keep the
+                # last good state and say so; the next change is read again.
                 warning = str(exc)
             printer.text(f"── {time.strftime('%H:%M:%S', time.localtime(clock()))} ──")
             printer.lines(lines())
@@ -195,7 +196,7 @@ def watch(
                 sig = new
                 try:
                     doc, warning = discovery.load_doc(path), None
-                except CorruptRunError as exc:
+                except ResumableError as exc:
                     warning = str(exc)
             if changed or clock() - last_draw >= TICK:
                 live.update(Group(*printer.texts(lines())), refresh=True)
@@ -203,7 +204,7 @@ def watch(
     return 0
 
 
-@click.command("status", cls=ReaderCommand)
+@click.command("status", cls=ReaderCommand, short_help="Show where runs stand (read-only).")
 @click.argument("run", required=False)
 @click.option("--list", "list_", is_flag=True, help="One line per run, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the document(s) as JSON.")
@@ -314,6 +315,3 @@ def watch_fn(path: Path, frame: Callable[[dict[str, Any], float], list[Line]],
     """Indirection so tests can shorten the interval without touching the command."""
     return watch(path, frame, printer)
 
-
-def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - manual use
-    status_command.main(args=list(argv) if argv is not None else sys.argv[1:])

@@ -1,0 +1,195 @@
+"""`resumable report`: the timeline data, the self-contained page, and the page in a real browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from resumable import report
+from resumable.report import build_html, report_command, timeline
+from status_fixtures import (
+    T0,
+    attempt_count,
+    big_doc,
+    rich_doc,
+    sample_run,
+    tree_state,
+    ts,
+    unit,
+    write_doc,
+)
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def test_one_bar_per_attempt_and_one_for_a_seed_unit() -> None:
+    doc = rich_doc()
+    tl = timeline(doc, now=T0 + 3600)
+    # fetch 1, compile 2, lint 1, docs 1 (open), merge-1 1 (no attempts: startedAt/finishedAt)
+    assert len(tl["bars"]) == attempt_count(doc) == 6
+    rows = [r[0] for r in tl["rows"]]
+    assert len(rows) == len(doc["units"])
+    compile_row = rows.index("compile")
+    bars = [b for b in tl["bars"] if b[0] == compile_row]
+    assert [(b[4], tl["outcomes"][b[3]], b[5], b[6]) for b in bars] == [
+        (1, "failed", 2, 20.0), (2, "failed", 2, 35.0)]
+    docs = next(b for b in tl["bars"] if b[0] == rows.index("docs"))
+    assert docs[7] == 1 and tl["outcomes"][docs[3]] == "running"
+    assert docs[2] == pytest.approx(tl["span"])  # an open attempt runs to now on a live run
+    merge = next(b for b in tl["bars"] if b[0] == rows.index("merge-1"))
+    assert (merge[1], merge[2]) == (10.0, 20.0) and tl["outcomes"][merge[3]] == "done"
+
+
+def test_rows_in_gantt_order_unstarted_last() -> None:
+    tl = timeline(rich_doc(), now=T0 + 3600)
+    rows = [r[0] for r in tl["rows"]]
+    assert rows[:2] == ["fetch", "merge-1"]
+    assert rows[-5:] == ["test", "package", "review", "broken", "stringy"]
+
+
+def test_timeline_is_null_safe() -> None:
+    for doc in ({}, {"units": None}, {"units": {"a": None, "b": {"attempts": "x"},
+                                               "c": {"attempts": [None, {"startedAt": 5}]},
+                                               "d": {"status": "done", "startedAt": "bad"}}}):
+        tl = timeline(doc)
+        assert tl["bars"] == []
+        build_html(doc)
+
+
+def test_page_is_self_contained_and_escaped() -> None:
+    doc = rich_doc()
+    doc["units"]["</script><script>alert(1)</script>"] = unit(
+        "done", startedAt=ts(1), finishedAt=ts(2))
+    doc["task"] = "<b>bold</b> & co"
+    page = build_html(doc, now=T0 + 3600, file="/runs/x.json")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert page.count("</script>") == 2  # the data block and the code block, nothing injected
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in page
+    m = re.search(r'<script id="data" type="application/json">(.*?)</script>', page, re.S)
+    assert m is not None
+    data = json.loads(m.group(1))
+    assert len(data["bars"]) == 7
+    assert 'data-bars="7"' in page
+
+
+def test_page_shows_summary_and_open_findings() -> None:
+    page = build_html(rich_doc(), now=T0 + 3600)
+    assert "compile fails on arm64" in page and "flaky lint" in page
+    assert "Open findings (3)" in page and "resolved 1" in page
+    assert '<div class="num">10</div><div class="lbl">units</div>' in page
+    assert '<div class="num">6</div><div class="lbl">attempts</div>' in page
+    assert '<div class="num">1</div><div class="lbl">retries</div>' in page
+
+
+def test_report_command_writes_the_file_and_never_touches_the_runs_dir(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    write_doc(runs, sample_run())
+    before = tree_state(runs)
+    out = tmp_path / "out" / "r.html"
+    r = CliRunner().invoke(report_command, ["--dir", str(runs), "release", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.strip() == str(out)
+    assert out.read_text().startswith("<!doctype html>")
+    assert tree_state(runs) == before
+    assert not [p for p in out.parent.iterdir() if p.name != "r.html"]  # no temp file left
+
+
+def test_report_default_name_and_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = tmp_path / "runs"
+    write_doc(runs, rich_doc("run-x"))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(report_command, ["--dir", str(runs)])
+    assert r.exit_code == 0 and (tmp_path / "run-x.report.html").is_file()
+    r = CliRunner().invoke(report_command, ["--dir", str(runs), "run-x", "-o", "-"])
+    assert r.stdout.startswith("<!doctype html>")
+
+
+def test_report_errors(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    write_doc(runs, rich_doc("run-x"))
+    (runs / "bad.json").write_text("{")
+    r = CliRunner().invoke(report_command, ["--dir", str(runs), "nope"])
+    assert r.exit_code == 3 and r.stderr.startswith("resumable: no run matches")
+    r = CliRunner().invoke(report_command, ["--dir", str(runs), "bad"])
+    assert r.exit_code == 1 and r.stderr.startswith("resumable: ") and r.stderr.count("\n") == 1
+    r = CliRunner().invoke(report_command, ["--dir", str(tmp_path / "none")])
+    assert r.exit_code == 3
+
+
+def test_large_run_page_stays_compact() -> None:
+    doc = big_doc(100_000)
+    page = build_html(doc)
+    assert len(page) < 12_000_000
+    assert f'data-bars="{attempt_count(doc)}"' in page
+
+
+# ---- in a real browser --------------------------------------------------------------------------
+
+def _dump_dom(tmp_path: Path, page: str, size: str = "1200,800") -> str:
+    html_file = tmp_path / "report.html"
+    html_file.write_text(page, encoding="utf-8")
+    p = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={size}",
+         "--virtual-time-budget=5000", "--dump-dom", html_file.as_uri()],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+def _chart_attrs(dom: str) -> dict[str, str]:
+    m = re.search(r'<div id="chart"([^>]*)>', dom)
+    assert m is not None
+    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', m.group(1)))
+
+
+needs_chromium = pytest.mark.skipif(
+    not (os.access(CHROMIUM, os.X_OK) or shutil.which("chromium")),
+    reason="chromium is not installed (.ci/run installs it with apt-get install -y chromium)",
+)
+
+
+@needs_chromium
+def test_browser_renders_one_bar_per_attempt(tmp_path: Path) -> None:
+    doc = sample_run()
+    n = attempt_count(doc)
+    assert n > len([u for u in doc["units"].values() if u.get("attempts")])  # retries exist
+    dom = _dump_dom(tmp_path, build_html(doc, now=T0 + 3600))
+    attrs = _chart_attrs(dom)
+    assert attrs["bars"] == str(n)
+    assert attrs["laid-out-bars"] == str(n)
+    assert attrs["rendered-bars"] == str(n)
+    bar_elements = re.findall(r'<div class="bar o(\d)[^"]*"[^>]*title="([^"]*)"', dom)
+    assert len(bar_elements) == n
+    # Hover text carries exit code and duration.
+    assert all("exit code" in t and "duration" in t for _, t in bar_elements)
+    outcomes = {report.OUTCOMES[int(o)] for o, _ in bar_elements}
+    assert {"done", "failed", "timeout"} <= outcomes
+
+
+@needs_chromium
+def test_browser_virtualises_thousands_of_rows(tmp_path: Path) -> None:
+    doc = big_doc(5_000)
+    n = attempt_count(doc)
+    attrs = _chart_attrs(_dump_dom(tmp_path, build_html(doc)))
+    assert attrs["bars"] == attrs["laid-out-bars"] == str(n)
+    rendered = int(attrs["rendered-bars"])
+    assert 0 < rendered < 200  # only the rows in view (plus overscan) are in the DOM
+    assert int(attrs["rendered-rows"]) < 100
+
+
+def test_readme_screenshot_exists() -> None:
+    png = Path(__file__).resolve().parent.parent / "docs" / "report.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
