@@ -132,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+    except Exception as exc:
+        from resumable.seedcli import internal_error
+
+        return internal_error(exc)
     return result if isinstance(result, int) else 0
 
 

@@ -75,7 +75,10 @@ class Args:
                     raise UsageError(f"option {name} is missing its value")
                 return self.tokens[i + 1]
             if tok.startswith(name + "="):
-                return tok[len(name) + 1 :]
+                value = tok[len(name) + 1 :]
+                if not value:
+                    raise UsageError(f"option {name} is missing its value")
+                return value
         return None
 
     def flag(self, name: str) -> bool:
@@ -92,7 +95,7 @@ def _json_arg(args: Args, name: str, verb: str) -> Any:
     try:
         return jsonio.loads(raw.encode("utf-8", "surrogateescape"))
     except ValueError as exc:
-        raise InvalidInputError(f"{verb} {name} is not valid JSON: {exc}") from exc
+        raise InvalidInputError(f"{verb} {name} is not valid JSON: {exc}".lstrip()) from exc
 
 
 def _out(value: Any, *, pretty: bool = False) -> None:
@@ -120,7 +123,7 @@ def _init(args: Args) -> None:
     if args.opt("--launch") is not None:
         from resumable.api import validate_launch
 
-        launch = validate_launch(_json_arg(args, "--launch", "--launch"))
+        launch = validate_launch(_json_arg(args, "--launch", ""))  # seed: "--launch is not valid JSON"
     run = _open(args)
     run_id = run.init(
         task,
@@ -261,4 +264,21 @@ def run_verb(verb: str, tokens: list[str]) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    except Exception as exc:
+        return internal_error(exc)
     return 0
+
+
+def internal_error(exc: Exception) -> int:
+    """The last line of defence: a bug must still end as one line and exit 1, not a traceback in
+    the middle of someone's shell loop. RESUMABLE_DEBUG=1 re-raises it for a bug report."""
+    import os
+
+    if os.environ.get("RESUMABLE_DEBUG"):
+        raise exc
+    message = " ".join(str(exc).split())[:300]
+    sys.stderr.write(
+        f"resumable: internal error ({type(exc).__name__}: {message}) — please report it;"
+        " RESUMABLE_DEBUG=1 shows the traceback\n"
+    )
+    return 1

@@ -29,7 +29,8 @@ CANONICAL_PHASES: Final = (
     "build", "simplify", "test", "review", "performance", "ship_prep", "auto_learn", "auto_map",
     "finalize",
 )
-LIVE: Final = frozenset({"running", "initializing"})
+# A tuple, not a set: `x in LIVE` must not hash x, and a hand-edited status may be a list.
+LIVE: Final = ("running", "initializing")
 STATUS_STYLE: Final = {
     "running": ("●", "RUNNING", "bold blue"),
     "initializing": ("○", "INITIALIZING", "bold blue"),

@@ -1,0 +1,64 @@
+"""Helpers shared by the store, CLI and failure-mode tests: read a run's files the way an outside
+observer would (raw bytes, plain json), and run the real `resumable` console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from resumable import journal
+
+BIN = Path(sys.executable).parent
+RESUMABLE = shutil.which("resumable", path=str(BIN)) or str(BIN / "resumable")
+
+
+def records(journal_path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every complete record of a journal (raises CorruptRunError like the store would)."""
+    data = journal_path.read_bytes() if journal_path.exists() else b""
+    return journal.scan(data, base=0, path=str(journal_path), after_seq=0).records
+
+
+def snapshot_file(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(document, marker) as `jq` would see the snapshot file."""
+    doc = json.loads(path.read_text())
+    marker = doc.pop("_journal", None)
+    return doc, marker
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` with its bytes (to prove a command changed nothing)."""
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def cli(*args: str, runs: Path | None = None, cwd: Path | None = None, env: dict[str, str] | None = None,
+        timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("RESUMABLE_")}
+    if runs is not None:
+        full_env["RESUMABLE_DIR"] = str(runs)
+    full_env.update(env or {})
+    return subprocess.run([RESUMABLE, *args], capture_output=True, text=True, cwd=cwd, env=full_env,
+                          timeout=timeout, check=False)
+
+
+def assert_error(proc: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
+    """Exit ``code``, nothing on stdout, exactly one line `resumable: ...` on stderr, no traceback."""
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("resumable: "), proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr == "", proc.stderr
+    return proc.stdout
