@@ -202,7 +202,8 @@ def _need(event: dict[str, Any], key: str) -> Any:
 
 
 def _apply_init(doc: Doc | None, ev: dict[str, Any]) -> tuple[Doc, Output]:
-    if doc is not None and doc.get("status") in LIVE_RUN_STATES:
+    # str check first: a hand-edited status may be a list, which `in frozenset` cannot hash.
+    if doc is not None and isinstance(doc.get("status"), str) and doc["status"] in LIVE_RUN_STATES:
         raise RefusedError(
             f"run {doc.get('id')} is a LIVE checkpoint (status={doc.get('status')}). Resume it — do"
             " not re-init. Finalize it first if it is really over."

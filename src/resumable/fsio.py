@@ -119,6 +119,20 @@ def rename_noclobber(src: str, dst: str) -> None:
     os.unlink(src)
 
 
+def link(src: str, dst: str) -> None:
+    """Hard-link ``src`` as ``dst`` (never overwrites: EEXIST), copying on filesystems without
+    hard links. Used to archive a run's files while they stay in place."""
+    _before("link", dst)
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV) or os.path.lexists(dst):
+            raise
+        import shutil
+
+        shutil.copyfile(src, dst, follow_symlinks=False)
+
+
 def rename_noclobber_dir(src: str, dst: str) -> None:
     """Move a directory without replacing an existing ``dst`` (rename(2) would replace an empty
     directory; the caller holds the run's lock, so checking first leaves no race with us)."""

@@ -26,6 +26,15 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # Proof suite R9: "1e999" parses to inf, which the encoder (allow_nan=False) then refuses with
+    # an uncaught ValueError mid-command; reject it at the boundary like NaN/Infinity.
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
 def loads(data: bytes) -> Any:
     """Decode UTF-8 JSON bytes. Raises ValueError (JSONDecodeError, UnicodeDecodeError, nesting
     too deep, NaN/Infinity) for anything that is not strict JSON."""
@@ -37,7 +46,8 @@ def loads(data: bytes) -> Any:
         except orjson.JSONDecodeError as exc:
             raise ValueError(str(exc)) from exc
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constant,
+                          parse_float=_finite_float)
     except RecursionError as exc:
         raise ValueError("JSON nested too deeply") from exc
 

@@ -89,7 +89,8 @@ def decode(data: bytes) -> Decoded:
         and isinstance(raw.get("crc"), str)
     ):
         marker = Marker(raw["seq"], raw["offset"])
-        idx = data.rfind(_MARKER_SEP)
-        intact = idx > 0 and f"{zlib.crc32(data[:idx]):08x}" == raw["crc"]
+        # peek() also requires the marker to be the last key: `jq '.k = v'` appends k after it,
+        # leaving the checksummed bytes alone, and that edit must not pass for intact.
+        intact = peek(data) is not None
         return Decoded(doc, marker, intact)
     return Decoded(doc, None, False)

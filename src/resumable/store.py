@@ -15,6 +15,7 @@ the snapshot when the policy says so, release. Reads take no lock: snapshot + th
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -63,6 +64,8 @@ def runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = F
         explicit = os.environ.get("RESUMABLE_DIR") or None
     if explicit is not None:
         found = os.fspath(explicit)
+        if not found:
+            raise InvalidInputError("--dir is empty: give the runs directory, or leave --dir out")
     else:
         cwd = os.getcwd()
         found = os.path.join(cwd, RUNS_SUBDIR)
@@ -178,7 +181,9 @@ def _replay(
     for seq, event in records:
         try:
             doc, _ = apply(doc, event)
-        except (RefusedError, InvalidInputError) as exc:
+        # TypeError & co.: a record with a valid checksum but a malformed body (written by some
+        # other tool: {"t": "resolve", "ids": null}) is corruption, not a traceback.
+        except (RefusedError, InvalidInputError, TypeError, ValueError, KeyError, AttributeError) as exc:
             if lenient:
                 # Re-applying history on top of an externally edited base: an event that no longer
                 # fits the edited document is skipped rather than fabricated.
@@ -479,14 +484,15 @@ class Writer:
         state = self._catch_up()
         event = make_event(state.doc)
         if init:
-            if state.doc is not None and state.doc.get("status") in LIVE_RUN_STATES:
+            status = state.doc.get("status") if state.doc is not None else None
+            # str check first: a hand-edited status may be a list (unhashable: TypeError).
+            if isinstance(status, str) and status in LIVE_RUN_STATES:
                 raise RefusedError(
-                    f"{self.files.snapshot} is a LIVE checkpoint (status={state.doc.get('status')})."
+                    f"{self.files.snapshot} is a LIVE checkpoint (status={status})."
                     " Resume it — do not re-init. Finalize it first if it is really over."
                 )
             if state.doc is not None or state.journal_exists:
-                self._archive_current()
-                state = self._full_load()
+                return self._reinit(state, event)
         elif state.doc is None:
             if not os.path.isdir(self.files.dir):
                 raise StoreError(
@@ -502,16 +508,35 @@ class Writer:
             # the document as adopted, not as it is after this event.
             adopted = jsonio.loads(jsonio.dumps(state.doc))
             pending.append({"t": "base", "at": at, "reason": state.adopt, "doc": adopted})
-        # Refusals happen here, before anything is written.
-        doc, output = apply(base_doc, event)
-        pending.append(event)
-        self._append(state, pending)
+        try:
+            # Refusals happen here, before anything is written.
+            doc, output = apply(base_doc, event)
+            pending.append(event)
+            self._append(state, pending)
+        except (RefusedError, InvalidInputError):
+            if pending and pending[-1] is event:
+                self._state = None  # raised encoding the record, after apply changed the cache
+            raise
+        except BaseException:
+            # apply() mutates the cached document in place; if the record then never reaches the
+            # journal (a value JSON cannot hold, an interrupt), the cache holds a change that was
+            # never saved and the next write would put it in the snapshot. Forget the cache.
+            self._state = None
+            raise
         state.doc = doc
         state.adopt = None
         self._maybe_refresh(state, force=event.get("t") in ("init", "finalize", "base"))
         return output
 
     def _append(self, state: Loaded, events: list[dict[str, Any]]) -> None:
+        # Encode first: a value JSON cannot hold (e.g. undecodable argv bytes) must be refused
+        # before the journal is created or touched; it left an empty journal behind.
+        seq = state.seq
+        chunks = []
+        for ev in events:
+            seq += 1
+            chunks.append(journal.encode(seq, ev))
+        data = b"".join(chunks)
         if self._jfd is None:
             self._open_journal()
         assert self._jfd is not None
@@ -521,12 +546,6 @@ class Writer:
                 # A torn final fragment was never acknowledged (its fsync never returned).
                 fsio.truncate(fd, state.offset, self.files.journal)
                 state.torn = 0
-            seq = state.seq
-            chunks = []
-            for ev in events:
-                seq += 1
-                chunks.append(journal.encode(seq, ev))
-            data = b"".join(chunks)
             os.lseek(fd, state.offset, os.SEEK_SET)
             fsio.write_all(fd, data, self.files.journal)
             fsio.fsync(fd, self.files.journal)
@@ -567,6 +586,10 @@ class Writer:
             return
         due = (
             force
+            # -1: the view on disk is not known to be a prefix of this journal (missing, edited,
+            # or ahead of a journal whose tail was cut). Left in place, a stale view whose marker
+            # happens to match the new records' end offset would be served to readers as current.
+            or state.snap_seq < 0
             or state.snap_size <= EXACT_SNAPSHOT_BYTES
             or state.offset - self._snap_offset >= state.snap_size
         )
@@ -579,8 +602,13 @@ class Writer:
         state = state or self._state
         if state is None or state.doc is None:
             return
-        data = snapshot.encode(state.doc, state.seq, state.offset,
-                               big=state.snap_size > jsonio.BIG)
+        try:
+            data = snapshot.encode(state.doc, state.seq, state.offset,
+                                   big=state.snap_size > jsonio.BIG)
+        except (ValueError, TypeError) as exc:
+            # The write this follows is already durable in the journal: never report it as failed.
+            self.snapshot_error = f"cannot refresh {self.files.snapshot}: {exc}"
+            return
         try:
             fsio.atomic_write(self.files.snapshot, data)
             state.snap_stat = _stat_key(os.stat(self.files.snapshot, follow_symlinks=False))
@@ -596,12 +624,16 @@ class Writer:
 
     def flush(self) -> None:
         """Bring the snapshot up to date with everything this process knows (e.g. at exit)."""
-        if self._state is None or self._state.snap_seq == self._state.seq:
+        # Nothing to flush while an adoption is pending (a seed file, v1 or not, that was only
+        # read, or an external edit not yet journaled): the file on disk *is* the document, and
+        # rewriting it would modify a file that reads must leave alone (and, for an edit, stamp
+        # a marker claiming the journal holds it when it does not).
+        if self._state is None or self._state.snap_seq == self._state.seq or self._state.adopt:
             return
         self._acquire(create_dir=False)
         try:
             state = self._catch_up()
-            if state.doc is not None and state.snap_seq != state.seq:
+            if state.doc is not None and state.snap_seq != state.seq and not state.adopt:
                 self.refresh_snapshot(state)
         finally:
             self._release()
@@ -617,6 +649,88 @@ class Writer:
     # -- archive --
     def _archive_current(self) -> None:
         archive_run(self.files)
+
+    def _reinit(self, state: Loaded, event: dict[str, Any]) -> Any:
+        """Start a new run over a finished one, so that a crash at any point leaves either the old
+        run or the new one (proof suite R2/R4: moving the old files away first and appending the
+        init record afterwards left a window with no run at all).
+
+        Order: hard-link the old files into the archive (the old run stays in place); remove the
+        old snapshot (the old journal alone still loads as the old run), durably, so it can never
+        be read as the view of the new journal; atomically replace the journal with one holding
+        just the init record; then the snapshot is refreshed and the old logs moved aside."""
+        doc, output = apply(None, event)  # refusals before anything is written
+        record = journal.encode(1, event)
+        files = self.files
+        archive = os.path.join(files.dir, "archive")
+        tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        base = os.path.join(archive, f"{files.stem}.{tag}")
+        n = 0
+        while any(os.path.lexists(base + sfx) for sfx in (".json", ".journal.jsonl", ".d")):
+            n += 1
+            base = os.path.join(archive, f"{files.stem}.{tag}.{n}")
+        if self._jfd is not None:
+            os.close(self._jfd)
+            self._jfd = None
+        self._state = None
+        has_journal = os.path.lexists(files.journal)
+        linked: list[tuple[str, str]] = []  # (archive link, live path)
+        snap_unlinked = False
+        try:
+            fsio.mkdir(archive)
+            if os.path.lexists(files.snapshot):
+                fsio.link(files.snapshot, base + ".json")
+                linked.append((base + ".json", files.snapshot))
+            if has_journal:
+                fsio.link(files.journal, base + ".journal.jsonl")
+                linked.append((base + ".journal.jsonl", files.journal))
+            fsio.fsync_dir(archive)
+            fsio.fsync_dir(files.dir)
+            if has_journal and os.path.lexists(files.snapshot):
+                # Without a journal the old snapshot stays until the new one replaces it: an
+                # unmarked snapshot next to a journal loads as the snapshot (old run).
+                fsio.unlink(files.snapshot)
+                snap_unlinked = True
+                fsio.fsync_dir(files.dir)
+            fsio.atomic_write(files.journal, record)
+        except OSError as exc:
+            err = translate(exc, f"cannot start a new run over {files.snapshot}")
+            if not self._undo_reinit(linked, has_journal, snap_unlinked, archive):
+                err = type(err)(f"{err} (and the old run could not be put back: the new run may"
+                                " or may not have been started)")
+            raise err from exc
+        new = Loaded(doc, 1, len(record), 0, True, -1, 0, None, 0, None)
+        self._state = new
+        self._snap_offset = 0
+        self._maybe_refresh(new, force=True)
+        if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
+            # Old logs: not part of either run's state, so moving them last is safe.
+            with contextlib.suppress(OSError):
+                fsio.rename_noclobber_dir(files.data_dir, base + ".d")
+                fsio.fsync_dir(archive)
+        return output
+
+    def _undo_reinit(self, linked: list[tuple[str, str]], had_journal: bool, snap_unlinked: bool,
+                     archive: str) -> bool:
+        """A failed re-init (e.g. the directory fsync after the journal replace failed, so the new
+        journal may be visible): put the old run's files back from their archive links, so the
+        state is the last acknowledged one. False if that failed too."""
+        files = self.files
+        try:
+            for link, live in linked:
+                if live == files.snapshot and not snap_unlinked:
+                    fsio.unlink(link)  # still in place: drop the archive copy
+                elif os.path.lexists(live) and os.path.samefile(link, live):
+                    fsio.unlink(link)  # the journal was never replaced
+                else:
+                    fsio.replace(link, live)  # the old file back (over the new journal)
+            if not had_journal and os.path.lexists(files.journal):
+                fsio.unlink(files.journal)
+            fsio.fsync_dir(files.dir)
+            fsio.fsync_dir(archive)
+        except OSError:
+            return False
+        return True
 
 
 def archive_run(files: RunFiles) -> str:
@@ -687,11 +801,11 @@ def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[i
             except (StoreError, NoRunError):
                 continue
             doc = state.doc
-            if doc is None or doc.get("status") in GC_LIVE or doc.get("status") not in (
-                "done",
-                "aborted",
-            ):
+            status = doc.get("status") if doc is not None else None
+            # Only done/aborted; checked as a str first (a hand-edited list status is unhashable).
+            if not isinstance(status, str) or status in GC_LIVE or status not in ("done", "aborted"):
                 continue
+            assert doc is not None
             updated = _parse_stamp(doc.get("updatedAt"))
             if updated is None:
                 # No usable stamp: the file's own age stands in (the seed archived these blindly).

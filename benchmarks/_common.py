@@ -1,0 +1,37 @@
+"""Command-line plumbing shared by the benchmark entry points."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from benchmarks.fsinfo import describe_or_refuse
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--dir", default=str(REPO),
+                   help="measure in a scratch directory created under DIR (default: the repo)")
+    p.add_argument("--allow-tmpfs", action="store_true",
+                   help="measure even on tmpfs (fsync is free there: ratios become meaningless)")
+    return p
+
+
+@contextmanager
+def scratch(base: str, allow_tmpfs: bool) -> Iterator[tuple[Path, str]]:
+    Path(base).mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".proof-work-", dir=base))
+    try:
+        fs = describe_or_refuse(str(work), allow_tmpfs)
+        print(f"filesystem: {fs}", flush=True)
+        print(f"python: {sys.version.split()[0]} ({sys.executable})", flush=True)
+        yield work, fs
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
