@@ -162,10 +162,10 @@ def whole_run(runs: Path, n_units: int) -> tuple[float, int, int]:
     written = 0
     real = fsio.atomic_write
 
-    def counting(path: str, data: bytes) -> None:
+    def counting(path: str, data: bytes, **kw: bool) -> None:
         nonlocal written
         written += len(data)
-        real(path, data)
+        real(path, data, **kw)
 
     fsio.atomic_write = counting  # type: ignore[assignment]
     try:

@@ -180,10 +180,13 @@ def read_bytes(path: str, offset: int = 0) -> bytes:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes, *, durable_rename: bool = True) -> None:
     """Temp file in the same directory + fsync + os.replace + fsync of the directory.
 
     The temp file is removed if any step fails, so a failed write leaves nothing behind.
+    ``durable_rename=False`` skips the directory fsync, for files that are a view of data already
+    durable elsewhere (the snapshot of a journaled run): after a power loss the rename may be
+    undone, leaving the previous complete file, which the journal brings up to date.
     """
     head, name = os.path.split(path)
     tmp = os.path.join(head, f".{name}.tmp.{os.getpid()}")
@@ -201,4 +204,5 @@ def atomic_write(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
-    fsync_dir(head or ".")
+    if durable_rename:
+        fsync_dir(head or ".")

@@ -175,6 +175,55 @@ def upgrade(doc: dict[str, Any]) -> None:
         doc["schemaVersion"] = version
 
 
+_SHAPES: Final = (
+    ("units", dict, "an object"),
+    ("phases", dict, "an object"),
+    ("resolvedItems", list, "an array"),
+    ("status", str, "a string"),
+    ("id", str, "a string"),
+    ("task", str, "a string"),
+)
+
+
+def shape_problem(doc: Mapping[str, Any]) -> str | None:
+    """Why a document cannot be written to, or None. Reads are null-safe and show anything; a
+    write refuses a document whose containers have the wrong type rather than "repairing" it,
+    which would silently drop whatever the hand-edited field held. A null or malformed *unit*
+    is fine: the unit verb replaces it, as the seed did."""
+    if "units" not in doc and "status" not in doc:
+        return "it is not a run document (no units, no status)"
+    for key, kind, name in _SHAPES:
+        value = doc.get(key)
+        if value is not None and not isinstance(value, kind):
+            return f"'{key}' is {_type_name(value)}, not {name}"
+    open_items = doc.get("openItems")
+    if open_items is not None and not isinstance(open_items, list):
+        return f"'openItems' is {_type_name(open_items)}, not an array"
+    version = doc.get("schemaVersion")
+    if isinstance(version, str) and version.isdigit() and len(version) < 6:
+        version = int(version)
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        return f"'schemaVersion' is {_type_name(version)}, not a number"
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        return (f"schemaVersion {str(version)[:20]} is newer than this resumable understands"
+                f" ({SCHEMA_VERSION}); upgrade resumable")
+    return None
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null"
+
+
 def units_of(doc: Mapping[str, Any]) -> dict[str, Any]:
     units = doc.get("units")
     return units if isinstance(units, dict) else {}

@@ -31,7 +31,7 @@ from resumable.errors import (
     StoreError,
 )
 from resumable.events import apply
-from resumable.model import LIVE_RUN_STATES, check_run_id, stamp
+from resumable.model import LIVE_RUN_STATES, check_run_id, shape_problem, stamp
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -317,6 +317,7 @@ class Writer:
         self._jino = 0
         self._state: Loaded | None = None
         self._snap_offset = 0
+        self._refreshes = 0
         self.snapshot_error: str | None = None
 
     # -- lock --
@@ -500,6 +501,13 @@ class Writer:
                     " check the path"
                 )
             raise missing_run(self.files)
+        if not init and state.doc is not None:
+            problem = shape_problem(state.doc)
+            if problem is not None:
+                raise InvalidInputError(
+                    f"{self.files.snapshot}: {problem} — fix the document (or move it aside and"
+                    " init afresh); nothing was written"
+                )
         pending: list[dict[str, Any]] = []
         base_doc = state.doc  # after any archive above: None for a fresh init
         if state.adopt is not None and state.doc is not None:
@@ -525,7 +533,8 @@ class Writer:
             raise
         state.doc = doc
         state.adopt = None
-        self._maybe_refresh(state, force=event.get("t") in ("init", "finalize", "base"))
+        # A finished run's view is made exact once; an adopted base gets a fresh marker at once.
+        self._maybe_refresh(state, force=event.get("t") in ("finalize", "base"))
         return output
 
     def _append(self, state: Loaded, events: list[dict[str, Any]]) -> None:
@@ -584,14 +593,17 @@ class Writer:
     def _maybe_refresh(self, state: Loaded, *, force: bool) -> None:
         if state.snap_seq == state.seq:
             return
+        # Until a snapshot exists its size is estimated, so that a large run does not write a
+        # multi-megabyte view right after init only to replace it a few writes later.
+        size = state.snap_size or _estimated_snapshot_bytes(state.doc)
         due = (
             force
-            # -1: the view on disk is not known to be a prefix of this journal (missing, edited,
-            # or ahead of a journal whose tail was cut). Left in place, a stale view whose marker
-            # happens to match the new records' end offset would be served to readers as current.
-            or state.snap_seq < 0
-            or state.snap_size <= EXACT_SNAPSHOT_BYTES
-            or state.offset - self._snap_offset >= state.snap_size
+            # -1 with a file on disk: that view is not known to be a prefix of this journal
+            # (edited, or ahead of a journal whose tail was cut). Left in place, a stale view whose
+            # marker happens to match the new records' end offset would be served as current.
+            or (state.snap_seq < 0 and state.snap_stat is not None)
+            or size <= EXACT_SNAPSHOT_BYTES
+            or state.offset - self._snap_offset >= size
         )
         if due:
             self.refresh_snapshot(state)
@@ -602,15 +614,24 @@ class Writer:
         state = state or self._state
         if state is None or state.doc is None:
             return
+        if self._refreshes == 0:
+            self._sweep_temps()
+        self._refreshes += 1
         try:
-            data = snapshot.encode(state.doc, state.seq, state.offset,
-                                   big=state.snap_size > jsonio.BIG)
+            # orjson for big documents, and for any process that refreshes more than once (the
+            # runner, a long-lived API user): its import costs once what the standard library's
+            # pure-Python indenting encoder costs on every refresh. A one-shot CLI call on a small
+            # run keeps the cheap import.
+            fast = state.snap_size > jsonio.BIG or self._refreshes > 1
+            data = snapshot.encode(state.doc, state.seq, state.offset, big=fast)
         except (ValueError, TypeError) as exc:
             # The write this follows is already durable in the journal: never report it as failed.
             self.snapshot_error = f"cannot refresh {self.files.snapshot}: {exc}"
             return
         try:
-            fsio.atomic_write(self.files.snapshot, data)
+            # No directory fsync: the journal already holds this state durably; a rename lost to
+            # a power cut leaves the previous snapshot, whose marker makes the journal tail apply.
+            fsio.atomic_write(self.files.snapshot, data, durable_rename=not state.journal_exists)
             state.snap_stat = _stat_key(os.stat(self.files.snapshot, follow_symlinks=False))
         except OSError as exc:
             self.snapshot_error = str(translate(exc, f"cannot refresh {self.files.snapshot}"))
@@ -621,6 +642,21 @@ class Writer:
         state.snap_seq = state.seq
         state.snap_size = len(data)
         self._snap_offset = state.offset
+
+    def _sweep_temps(self) -> None:
+        """Remove temp files a killed writer left next to this run's files. Called under the run's
+        lock, when no other writer of this run can be between creating and renaming its temp."""
+        prefixes = (f".{self.files.stem}.json.tmp.", f".{self.files.stem}.journal.jsonl.tmp.")
+        try:
+            with os.scandir(self.files.dir) as entries:
+                stale = [e.path for e in entries if e.name.startswith(prefixes)]
+        except OSError:
+            return
+        for path in stale:
+            try:
+                fsio.unlink(path)
+            except OSError:
+                pass
 
     def flush(self) -> None:
         """Bring the snapshot up to date with everything this process knows (e.g. at exit)."""
@@ -702,7 +738,9 @@ class Writer:
         new = Loaded(doc, 1, len(record), 0, True, -1, 0, None, 0, None)
         self._state = new
         self._snap_offset = 0
-        self._maybe_refresh(new, force=True)
+        # An old seed snapshot still in place must be replaced now (unmarked next to the new
+        # journal it would read as an edit); otherwise the usual policy applies.
+        self._maybe_refresh(new, force=os.path.lexists(files.snapshot))
         if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
             # Old logs: not part of either run's state, so moving them last is safe.
             with contextlib.suppress(OSError):
@@ -731,6 +769,14 @@ class Writer:
         except OSError:
             return False
         return True
+
+
+def _estimated_snapshot_bytes(doc: dict[str, Any] | None) -> int:
+    """About what the pretty snapshot of ``doc`` will weigh (a fresh unit prints ~170 bytes)."""
+    if doc is None:
+        return 0
+    units = doc.get("units")
+    return 512 + 170 * (len(units) if isinstance(units, dict) else 0)
 
 
 def archive_run(files: RunFiles) -> str:

@@ -647,7 +647,7 @@ def _r9_cases(rng: random.Random, n: int, wrong_typed: str) -> list[tuple[str, l
 def r9_malformed(base: Path, n: int = 10000, subprocess_sample: int = 40, seed: int = 9,
                  wrong_typed: str = "include") -> Result:
     """``wrong_typed``: include | exclude | only the write verbs on parseable documents whose
-    fields have the wrong types (the store currently repairs those instead of refusing)."""
+    fields have the wrong types (writes refuse those; reads show them)."""
     rng = random.Random(seed)
     sb = base / "sb"
     runs = sb / "runs"
