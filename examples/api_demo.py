@@ -8,6 +8,7 @@ half way (Ctrl-C) and run it again: it resumes, skipping the units already done.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 
@@ -21,7 +22,7 @@ def main(runs_dir: str | None) -> int:
     if not run.exists() or run.doc.get("status") in ("done", "aborted"):
         run.init("copy the users table", units=UNITS, required_phases=["build"], require_validation=True)
         # Each unit needs the one before it; resume reports a blocked unit's chain root.
-        for before, unit in zip(UNITS, UNITS[1:], strict=False):
+        for before, unit in itertools.pairwise(UNITS):
             run.unit(unit, "pending", deps=[before])
     run.phase("build", "running")
     plan = run.resume_set()

@@ -184,9 +184,10 @@ def atomic_write(path: str, data: bytes, *, durable_rename: bool = True) -> None
     """Temp file in the same directory + fsync + os.replace + fsync of the directory.
 
     The temp file is removed if any step fails, so a failed write leaves nothing behind.
-    ``durable_rename=False`` skips the directory fsync, for files that are a view of data already
-    durable elsewhere (the snapshot of a journaled run): after a power loss the rename may be
-    undone, leaving the previous complete file, which the journal brings up to date.
+    ``durable_rename=False`` skips the directory fsync, for a file that is only a view of data
+    already durable elsewhere (the snapshot of a journaled run): a power cut may undo the rename,
+    leaving the previous complete file, which the journal brings up to date. The temp file is
+    always fsynced first, so whatever name survives holds complete JSON for `cat` and `jq`.
     """
     head, name = os.path.split(path)
     tmp = os.path.join(head, f".{name}.tmp.{os.getpid()}")

@@ -318,6 +318,7 @@ class Writer:
         self._state: Loaded | None = None
         self._snap_offset = 0
         self._refreshes = 0
+        self._lazy_view = False
         self.snapshot_error: str | None = None
 
     # -- lock --
@@ -461,9 +462,12 @@ class Writer:
         state.snap_seq = -1
 
     # -- commit --
-    def commit(self, make_event: EventFactory, *, init: bool = False) -> Any:
+    def commit(self, make_event: EventFactory, *, init: bool = False, lazy_view: bool = False) -> Any:
         """Apply the event ``make_event(current_doc)`` and make it durable. ``init`` allows
-        starting a run (creating the directory, archiving a finished run's files)."""
+        starting a run (creating the directory, archiving a finished run's files). ``lazy_view``
+        leaves even a small run's snapshot to the amortised budget for this write (the journal
+        has it; every resumable reader sees it)."""
+        self._lazy_view = lazy_view
         if not init and self._state is None and not (
             os.path.lexists(self.files.snapshot) or os.path.lexists(self.files.journal)
         ):
@@ -602,7 +606,7 @@ class Writer:
             # (edited, or ahead of a journal whose tail was cut). Left in place, a stale view whose
             # marker happens to match the new records' end offset would be served as current.
             or (state.snap_seq < 0 and state.snap_stat is not None)
-            or size <= EXACT_SNAPSHOT_BYTES
+            or (size <= EXACT_SNAPSHOT_BYTES and not self._lazy_view)
             or state.offset - self._snap_offset >= size
         )
         if due:
@@ -629,8 +633,9 @@ class Writer:
             self.snapshot_error = f"cannot refresh {self.files.snapshot}: {exc}"
             return
         try:
-            # No directory fsync: the journal already holds this state durably; a rename lost to
-            # a power cut leaves the previous snapshot, whose marker makes the journal tail apply.
+            # No directory fsync once a journal exists: the journal already holds this state
+            # durably, and a rename lost to a power cut leaves the previous snapshot, whose marker
+            # makes the journal tail apply.
             fsio.atomic_write(self.files.snapshot, data, durable_rename=not state.journal_exists)
             state.snap_stat = _stat_key(os.stat(self.files.snapshot, follow_symlinks=False))
         except OSError as exc:

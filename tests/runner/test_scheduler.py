@@ -85,7 +85,7 @@ class Store:
 
     def unit(self, unit_id: str, state: str, *, note: str | None = None,
              deps: Sequence[str] | None = None, attempt: dict[str, Any] | None = None,
-             fields: dict[str, Any] | None = None) -> None:
+             fields: dict[str, Any] | None = None, lazy_view: bool = False) -> None:
         u = self.units.setdefault(unit_id, {"attempts": []})
         u["status"] = state
         if attempt:

@@ -27,6 +27,7 @@ class RunStore(Protocol):
         deps: Sequence[str] | None = None,
         attempt: dict[str, Any] | None = None,
         fields: dict[str, Any] | None = None,
+        lazy_view: bool = False,
     ) -> None: ...
 
     def invalidate(self, unit_id: str, reason: str) -> None: ...
@@ -103,8 +104,12 @@ class SafeWriter:
              fields: Mapping[str, Any] | None = None) -> bool:
         f = dict(fields) if fields else None
         d = list(deps) if deps is not None else None
+        # A step starting is journaled (durable, visible to `resumable status`) without a rewrite
+        # of the snapshot file; its outcome, a moment later, rewrites it.
+        lazy = state == "in_progress"
         return self._do(f"{unit_id} -> {state}",
-                        lambda s: s.unit(unit_id, state, note=note, deps=d, attempt=attempt, fields=f))
+                        lambda s: s.unit(unit_id, state, note=note, deps=d, attempt=attempt, fields=f,
+                                         lazy_view=lazy))
 
     def invalidate(self, unit_id: str, reason: str) -> bool:
         return self._do(f"{unit_id} invalidation", lambda s: s.invalidate(unit_id, reason))
