@@ -35,6 +35,11 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# One decoder for the process: json.loads(s, **options) builds a new one per call, which costs
+# more than decoding a journal record.
+_decoder = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+
+
 def loads(data: bytes) -> Any:
     """Decode UTF-8 JSON bytes. Raises ValueError (JSONDecodeError, UnicodeDecodeError, nesting
     too deep, NaN/Infinity) for anything that is not strict JSON."""
@@ -46,8 +51,7 @@ def loads(data: bytes) -> Any:
         except orjson.JSONDecodeError as exc:
             raise ValueError(str(exc)) from exc
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constant,
-                          parse_float=_finite_float)
+        return _decoder.decode(data.decode("utf-8"))
     except RecursionError as exc:
         raise ValueError("JSON nested too deeply") from exc
 

@@ -15,7 +15,6 @@ the snapshot when the policy says so, release. Reads take no lock: snapshot + th
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
@@ -276,6 +275,27 @@ def load(files: RunFiles) -> Loaded:
     return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0, None)
 
 
+def _read_range(path: str, offset: int, length: int) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        chunks = []
+        while length > 0:
+            chunk = os.pread(fd, length, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+            length -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def _read_journal(path: str, offset: int) -> bytes:
     try:
         return fsio.read_bytes(path, offset)
@@ -320,6 +340,13 @@ class Writer:
         self._refreshes = 0
         self._lazy_view = False
         self.snapshot_error: str | None = None
+        # Catching up without the lock (reads, and the first half of every commit) keeps the
+        # replay of other writers' records out of the critical section, but what it read is
+        # only trusted once checked under the lock: a record can be rolled back after a failed
+        # fsync. These track what still needs that check.
+        self._locked = False
+        self._untrusted_load = False  # the whole state was loaded without the lock
+        self._unverified: tuple[int, bytes] | None = None  # (offset, bytes) applied without it
 
     # -- lock --
     def _acquire(self, *, create_dir: bool) -> None:
@@ -346,11 +373,13 @@ class Writer:
         while True:
             try:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+                self._locked = True
                 return
             except InterruptedError:
                 continue
 
     def _release(self) -> None:
+        self._locked = False
         if self._lock_fd is not None and not UNSAFE_NO_LOCK:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
@@ -390,8 +419,11 @@ class Writer:
             self._jino = os.stat(self.files.journal, follow_symlinks=False).st_ino
         except OSError:
             self._jino = 0
+        self._state = None
+        self._unverified = None
         state = load(self.files)
         self._state = state
+        self._untrusted_load = not self._locked
         self._snap_offset = state.snap_offset
         return state
 
@@ -399,6 +431,14 @@ class Writer:
         state = self._state
         if state is None:
             return self._full_load()
+        if self._locked:
+            if self._untrusted_load:
+                return self._full_load()
+            if self._unverified is not None:
+                start, seen = self._unverified
+                self._unverified = None
+                if self._pread(start, len(seen)) != seen:
+                    return self._full_load()  # something read without the lock was rolled back
         try:
             st = os.stat(self.files.journal, follow_symlinks=False)
         except FileNotFoundError:
@@ -408,12 +448,23 @@ class Writer:
         if st is not None and (st.st_ino != self._jino or st.st_size < state.offset):
             return self._full_load()  # replaced (gc, re-init) or truncated by someone else
         if st is not None and st.st_size > state.offset:
-            data = _read_journal(self.files.journal, state.offset)
-            scan = journal.scan(data, base=state.offset, path=self.files.journal,
-                                after_seq=state.seq)
-            state.doc = _replay(scan.records, state.doc, self.files.journal, lenient=False)
+            start = state.offset
+            data = self._pread(start, st.st_size - start)
+            try:
+                scan = journal.scan(data, base=start, path=self.files.journal, after_seq=state.seq)
+                state.doc = _replay(scan.records, state.doc, self.files.journal, lenient=False)
+            except CorruptRunError:
+                # Possibly a transient view (bytes of a rolled-back record): reload from scratch,
+                # which reports the corruption for real if it is real.
+                return self._full_load()
             if scan.records:
                 state.seq = scan.records[-1][0]
+                if not self._locked:
+                    read = data[: scan.end - start]
+                    if self._unverified is None:
+                        self._unverified = (start, read)
+                    else:
+                        self._unverified = (self._unverified[0], self._unverified[1] + read)
             state.offset = scan.end
             state.torn = scan.torn
         try:
@@ -423,6 +474,22 @@ class Writer:
         if snap_st != state.snap_stat:
             self._check_snapshot(state, snap_st)
         return state
+
+    def _pread(self, offset: int, length: int) -> bytes:
+        """Journal bytes, through the open journal descriptor when there is one (the caller has
+        checked it is still the file at the journal's path), else by opening the file."""
+        fd = self._jfd
+        if fd is None:
+            return _read_range(self.files.journal, offset, length)
+        chunks = []
+        while length > 0:
+            chunk = os.pread(fd, length, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+            length -= len(chunk)
+        return b"".join(chunks)
 
     def _check_snapshot(self, state: Loaded, snap_st: tuple[int, int, int] | None) -> None:
         """The snapshot changed since we last saw it: another writer refreshed it (fine) or
@@ -680,7 +747,7 @@ class Writer:
             self._release()
 
     def current(self) -> Loaded:
-        """Catch up without writing (takes the lock briefly only if the run exists)."""
+        """Catch up without writing and without the lock."""
         if self._state is None and not (
             os.path.lexists(self.files.snapshot) or os.path.lexists(self.files.journal)
         ):
@@ -748,9 +815,11 @@ class Writer:
         self._maybe_refresh(new, force=os.path.lexists(files.snapshot))
         if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
             # Old logs: not part of either run's state, so moving them last is safe.
-            with contextlib.suppress(OSError):
+            try:
                 fsio.rename_noclobber_dir(files.data_dir, base + ".d")
                 fsio.fsync_dir(archive)
+            except OSError:
+                pass
         return output
 
     def _undo_reinit(self, linked: list[tuple[str, str]], had_journal: bool, snap_unlinked: bool,
