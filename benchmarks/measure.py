@@ -140,6 +140,13 @@ def cli_ratio(work: Path, repeat: int = 15) -> tuple[float, float, float]:
     """(median resumable unit wall, median python -c pass wall, ratio), interleaved runs."""
     runs = work / "cli"
     make_run(runs, 10, "cli").close()
+    # Measure the CLI as installed: pip compiles bytecode at install time, but an editable
+    # checkout under PYTHONDONTWRITEBYTECODE=1 would recompile every module on every call.
+    import compileall
+
+    import resumable
+
+    compileall.compile_dir(str(Path(resumable.__file__).parent), quiet=1)
     exe = Path(sys.executable).with_name("resumable")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "resumable"]
     env = dict(os.environ, RESUMABLE_DIR=str(runs))

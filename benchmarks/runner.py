@@ -1,7 +1,7 @@
 """Runner overhead: 1,000 steps of `true` with `resumable run -j 2`, against the same 1,000
 commands run by `xargs -P 2` and by `make -j2` (phony targets), all measured in this one run.
 
-    python benchmarks/runner.py [--steps 1000] [--dir DIR] [--allow-tmpfs]
+    python -m benchmarks.runner [--steps 1000] [--dir DIR] [--allow-tmpfs]
 
 Floor (the check this prints): runner overhead per step, i.e. (runner wall time - best baseline
 wall time) / steps, is at most one process spawn + 3 journal appends with fsync + 1 ms, each
@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.measure import baseline_append_fsync
 
 
 def fs_type(path: Path) -> str:
@@ -58,24 +60,6 @@ def spawn_cost(n: int = 200) -> float:
     return statistics.median(samples)
 
 
-def append_fsync_cost(directory: Path, n: int = 200) -> float:
-    """Median seconds for one ~300-byte append + fsync, in the benchmark's directory."""
-    path = directory / "append-probe"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    record = b"x" * 300 + b"\n"
-    samples = []
-    try:
-        for _ in range(n):
-            t0 = time.perf_counter()
-            os.write(fd, record)
-            os.fsync(fd)
-            samples.append(time.perf_counter() - t0)
-    finally:
-        os.close(fd)
-        path.unlink()
-    return statistics.median(samples)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=1000)
@@ -111,7 +95,8 @@ def main() -> int:
         t_skip = timed([sys.executable, "-m", "resumable", "run", "-j", "2", "--quiet"], work, env)
         t_startup = timed([sys.executable, "-c", "import resumable.runner.cli"], work)
         spawn = spawn_cost()
-        append = append_fsync_cost(work)
+        # L, the one baseline every benchmark here shares: a 100-byte append + fsync.
+        append = statistics.median(baseline_append_fsync(work, n=200))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
 
 from resumable import __version__
 from resumable.seedcli import VERBS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # name -> (module, attribute, one-line help)
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {

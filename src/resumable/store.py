@@ -275,21 +275,26 @@ def load(files: RunFiles) -> Loaded:
     return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0, None)
 
 
+def _pread_all(fd: int, offset: int, length: int) -> bytes:
+    """Up to ``length`` bytes at ``offset`` (fewer only at the end of the file)."""
+    chunks = []
+    while length > 0:
+        chunk = os.pread(fd, length, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
+
+
 def _read_range(path: str, offset: int, length: int) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return b""
     try:
-        chunks = []
-        while length > 0:
-            chunk = os.pread(fd, length, offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-            length -= len(chunk)
-        return b"".join(chunks)
+        return _pread_all(fd, offset, length)
     except OSError:
         return b""
     finally:
@@ -481,15 +486,7 @@ class Writer:
         fd = self._jfd
         if fd is None:
             return _read_range(self.files.journal, offset, length)
-        chunks = []
-        while length > 0:
-            chunk = os.pread(fd, length, offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-            length -= len(chunk)
-        return b"".join(chunks)
+        return _pread_all(fd, offset, length)
 
     def _check_snapshot(self, state: Loaded, snap_st: tuple[int, int, int] | None) -> None:
         """The snapshot changed since we last saw it: another writer refreshed it (fine) or
