@@ -330,7 +330,6 @@ def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
 # --- writing ---------------------------------------------------------------------------------
 
 
-
 class Writer:
     """The write side of one run, for one process. Keeps the document in memory between writes
     and catches up under the lock, so a write costs O(1) however many units the run has."""
@@ -345,10 +344,9 @@ class Writer:
         self._refreshes = 0
         self._lazy_view = False
         self.snapshot_error: str | None = None
-        # Catching up without the lock (reads, and the first half of every commit) keeps the
-        # replay of other writers' records out of the critical section, but what it read is
-        # only trusted once checked under the lock: a record can be rolled back after a failed
-        # fsync. These track what still needs that check.
+        # Reads (Run.doc, Run.refresh) catch up without the lock, but what they read is only
+        # trusted by a later write once checked under the lock: a record can be rolled back after
+        # a failed fsync. These track what still needs that check.
         self._locked = False
         self._untrusted_load = False  # the whole state was loaded without the lock
         self._unverified: tuple[int, bytes] | None = None  # (offset, bytes) applied without it
