@@ -363,7 +363,11 @@ def _conclude(job: Job, writer: SafeWriter, out: Any, decisions: Mapping[str, An
     if stale and out.all_done:
         reporter.warn(f"the run has units this job no longer has, not done: {', '.join(stale)}; "
                       "the run stays needs_attention (use --reset to start afresh)")
-    if not out.interrupted:
+    if out.interrupted:
+        # Not "running": nothing runs any more. needs_attention is live to init and gc alike, so
+        # the run is resumed, never re-initialised or archived, and status says what to do.
+        writer.finalize("needs_attention", f"interrupted ({summary})")
+    else:
         if out.all_done and not stale:
             writer.finalize("done", summary)
         else:
