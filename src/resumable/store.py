@@ -840,6 +840,38 @@ class Writer:
         return True
 
 
+def delete_run(files: RunFiles) -> list[str]:
+    """Delete a run's snapshot, journal and data directory (logs) under the run's lock, so no
+    writer is half way through a write; the lock file itself stays (it is never unlinked).
+    Returns the names of what was deleted."""
+    writer = Writer(files)
+    removed: list[str] = []
+    if not os.path.isdir(files.dir):
+        return removed
+    writer._acquire(create_dir=False)
+    try:
+        for path in (files.snapshot, files.journal):
+            if os.path.lexists(path):
+                try:
+                    fsio.unlink(path)
+                except OSError as exc:
+                    raise translate(exc, f"cannot delete {path}") from exc
+                removed.append(os.path.basename(path))
+        if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
+            import shutil
+
+            shutil.rmtree(files.data_dir, ignore_errors=True)
+            removed.append(os.path.basename(files.data_dir) + "/")
+        try:
+            fsio.fsync_dir(files.dir)
+        except OSError as exc:
+            raise translate(exc, f"cannot delete the files of {files.snapshot}") from exc
+    finally:
+        writer._release()
+        writer.close()
+    return removed
+
+
 def _estimated_snapshot_bytes(doc: dict[str, Any] | None) -> int:
     """About what the pretty snapshot of ``doc`` will weigh (a fresh unit prints ~170 bytes)."""
     if doc is None:

@@ -99,9 +99,13 @@ def test_two_runners_on_one_job(work: Path) -> None:
         assert q.returncode == 2
         assert f"pid {p.pid} on {os.uname().nodename}" in err and "started" in err
         assert err.count("\n") == 1
+        # --reset while live is refused too (through the runner lock, not a timer), deleting nothing
+        r = spawn_cli(["--reset"], work)
+        _out, err = r.communicate(timeout=10)
+        assert r.returncode == 2 and "already being run" in err and err.count("\n") == 1
+        assert (work / "runs" / "long.json").exists()
     finally:
         p.send_signal(signal.SIGTERM)
         p.communicate(timeout=10)
     assert p.returncode == 130
-    # --reset while live is refused too (checked through the lock, not a timer)
     assert status_of(work, "long")["b"] == "interrupted"

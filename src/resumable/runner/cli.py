@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import socket
 import sys
 from collections.abc import Mapping, Sequence
@@ -17,7 +16,7 @@ from typing import Any
 
 import click
 
-from resumable.errors import RefusedError, ResumableError, UsageError
+from resumable.errors import ResumableError, UsageError
 from resumable.runner import explain, ownership
 from resumable.runner.jobfile import (
     DEFAULT_GRACE,
@@ -200,24 +199,20 @@ def _show_status(run_id: str, runs_dir: Path) -> int:
 
 
 def _reset(run_id: str, runs_dir: Path, quiet: bool) -> int:
-    holder = ownership.is_live(runs_dir, run_id)
-    if holder is not None:
-        raise RefusedError(
-            f"run {run_id!r} is live ({ownership.describe_holder(holder)}); "
-            "stop it before --reset"
-        )
-    removed = []
-    for p in (runs_dir / f"{run_id}.json", runs_dir / f"{run_id}.journal.jsonl"):
-        try:
-            p.unlink()
-            removed.append(p.name)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise RefusedError(f"cannot delete {p}: {exc.strerror}") from exc
-    logs = runs_dir / run_id / "logs"
-    if logs.is_dir():
-        shutil.rmtree(logs, ignore_errors=True)
+    from resumable import store
+    from resumable.runner import process
+
+    # Holding the runner lock for the whole reset: a runner starting meanwhile is refused rather
+    # than writing into files being deleted (checking liveness first and deleting after would
+    # leave that window open).
+    lock = ownership.RunnerLock(ownership.lock_path(runs_dir, run_id), run_id)
+    lock.acquire()  # refuses (exit 2) while a runner holds the run
+    try:
+        # A dead runner's leftover steps would otherwise outlive the state that tracked them.
+        process.reap_leftovers(lock.previous_groups(), lock.previous_token())
+        removed = store.delete_run(store.resolve_run(run_id, str(runs_dir)))
+    finally:
+        lock.release()
     if not quiet:
         print(f"reset {run_id}: " + (", ".join(removed) if removed else "no state to delete"))
     return 0
