@@ -21,6 +21,7 @@ _EXPORTS = {
     "gc": "resumable.api",
     "open_run": "resumable.api",
     "read_doc": "resumable.api",
+    "run_job": "resumable.runner.api",
     "CorruptRunError": "resumable.errors",
     "InvalidInputError": "resumable.errors",
     "NoRunError": "resumable.errors",
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from resumable.errors import RefusedError as RefusedError
     from resumable.errors import ResumableError as ResumableError
     from resumable.errors import StoreError as StoreError
+    from resumable.runner.api import run_job as run_job
 
 
 def __getattr__(name: str) -> object:

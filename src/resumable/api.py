@@ -137,6 +137,27 @@ class Run:
     def resume_set(self) -> dict[str, Any]:
         return resume_set(self.refresh())
 
+    def status_text(self, *, width: int = 100) -> str:
+        """The default view of ``resumable status`` for this run, as plain text."""
+        import time
+
+        from resumable.view import plain, render_status
+
+        lines = render_status(self.refresh(), file=self.files.snapshot, now=time.time(), width=width)
+        return "\n".join(plain(line) for line in lines)
+
+    def resume_recipe(self) -> dict[str, Any]:
+        """How to resume this run: ``resumable status --resume --json``'s descriptor."""
+        from resumable.recipe import classify
+
+        return classify(self.refresh(), self.path, here=os.getcwd())
+
+    def report_html(self) -> str:
+        """``resumable report``'s self-contained HTML page for this run."""
+        from resumable.report import build_html
+
+        return build_html(self.refresh(), file=self.files.snapshot)
+
     # -- writes --
     def _commit(self, event: dict[str, Any], *, init: bool = False, lazy_view: bool = False) -> Any:
         event["at"] = stamp()

@@ -90,7 +90,7 @@ def run_command(ctx: click.Context, /, **kw: Any) -> None:
     JOBFILE is a TOML job file (default ./resumable.toml); or describe the steps with --step.
     """
     try:
-        code = _main(ctx, **kw)
+        code = main(ctx.meta.get("resumable.raw_args", []), **kw)
     except ResumableError as exc:
         click.echo(f"resumable: {exc}", err=True)
         code = exc.exit_code
@@ -144,10 +144,11 @@ def _resume_hint(launch: Mapping[str, Any]) -> str:
     return f"cd {shlex.quote(cwd)} && {cmd}" if cwd and cwd != os.getcwd() else cmd
 
 
-def _main(ctx: click.Context, **kw: Any) -> int:
+def main(raw: list[str], **kw: Any) -> int:
+    """`resumable run` with its options as keywords (the click parameter names); ``raw`` is the
+    argv recorded in the launch descriptor. Returns the exit code; raises ResumableError."""
     from resumable import api
 
-    raw = ctx.meta.get("resumable.raw_args", [])
     steps: tuple[str, ...] = kw["steps"]
     job_name: str | None = kw["job_name"]
     quiet: bool = kw["quiet"]
