@@ -749,10 +749,6 @@ class Writer:
             return self._full_load()
         return self._catch_up()
 
-    # -- archive --
-    def _archive_current(self) -> None:
-        archive_run(self.files)
-
     def _reinit(self, state: Loaded, event: dict[str, Any]) -> Any:
         """Start a new run over a finished one, so that a crash at any point leaves either the old
         run or the new one (proof suite R2/R4: moving the old files away first and appending the
@@ -765,13 +761,7 @@ class Writer:
         doc, output = apply(None, event)  # refusals before anything is written
         record = journal.encode(1, event)
         files = self.files
-        archive = os.path.join(files.dir, "archive")
-        tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        base = os.path.join(archive, f"{files.stem}.{tag}")
-        n = 0
-        while any(os.path.lexists(base + sfx) for sfx in (".json", ".journal.jsonl", ".d")):
-            n += 1
-            base = os.path.join(archive, f"{files.stem}.{tag}.{n}")
+        archive, base = _archive_base(files)
         if self._jfd is not None:
             os.close(self._jfd)
             self._jfd = None
@@ -880,17 +870,23 @@ def _estimated_snapshot_bytes(doc: dict[str, Any] | None) -> int:
     return 512 + 170 * (len(units) if isinstance(units, dict) else 0)
 
 
-def archive_run(files: RunFiles) -> str:
-    """Move a run's snapshot, journal and data dir into ``<dir>/archive/`` under names that never
-    overwrite an earlier archive. The caller holds the run's lock."""
+def _archive_base(files: RunFiles) -> tuple[str, str]:
+    """(archive dir, base path) with one free base name for every file of this run (snapshot,
+    journal, data dir), so they stay recognisably together and nothing archived is overwritten."""
     archive = os.path.join(files.dir, "archive")
     tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     base = os.path.join(archive, f"{files.stem}.{tag}")
     n = 0
-    # One free base name for every file of this run, so they stay recognisably together.
     while any(os.path.lexists(base + sfx) for sfx in (".json", ".journal.jsonl", ".d")):
         n += 1
         base = os.path.join(archive, f"{files.stem}.{tag}.{n}")
+    return archive, base
+
+
+def archive_run(files: RunFiles) -> str:
+    """Move a run's snapshot, journal and data dir into ``<dir>/archive/`` under names that never
+    overwrite an earlier archive. The caller holds the run's lock."""
+    archive, base = _archive_base(files)
     try:
         fsio.mkdir(archive)
         if os.path.lexists(files.snapshot):
