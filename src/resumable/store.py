@@ -1,36 +1,45 @@
-"""The runs directory, the per-run lock, loading, and the write path.
-
-Files of a run with stem S (``<runs-dir>/<id>`` or a ``.json`` path given by the user, minus
-``.json``):
-
-    S.json            the snapshot view (pretty JSON + "_journal" marker; see snapshot.py)
-    S.journal.jsonl   the journal: the source of truth and the run's whole history
-    S.lock            flock lock file serialising writers; never unlinked, because unlinking a
-                      lock file lets a waiter lock an orphaned inode while a newcomer locks a new one
+"""The write path: the per-run lock and ``Writer.commit``.
 
 Every write: take the lock, catch up on records other processes appended (and on a snapshot some
 other program edited), apply the event (which may refuse), append the record and fsync, refresh
-the snapshot when the policy says so, release. Reads take no lock: snapshot + the journal after it.
+the snapshot when the policy says so, release. Reading is ``loader``; file names are ``runs``;
+archiving and gc are ``archive``. The names of those modules are re-exported here, as the store's
+one front door.
 """
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
-import time
 
 from resumable import fsio, journal, jsonio, snapshot
 from resumable.errors import (
     CorruptRunError,
-    DiskFullError,
     InvalidInputError,
-    NoRunError,
     RefusedError,
     StoreError,
 )
 from resumable.events import apply
-from resumable.model import LIVE_RUN_STATES, check_run_id, shape_problem, stamp
+from resumable.loader import (
+    Loaded,
+    _pread_all,
+    _read_journal,
+    _read_range,
+    _replay,
+    _stat_key,
+    load,
+    read_doc,
+)
+from resumable.model import LIVE_RUN_STATES, shape_problem, stamp
+from resumable.runs import (
+    RUNS_SUBDIR,
+    RunFiles,
+    files_for,
+    missing_run,
+    resolve_run,
+    runs_dir,
+    translate,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,9 +48,12 @@ if TYPE_CHECKING:
 
     EventFactory = Callable[[dict[str, Any] | None], dict[str, Any]]
 
-# Paths are plain strings in this module: pathlib's import alone costs more than a small write,
-# and `resumable unit` is called from shell loops thousands of times. The API offers Path objects.
-RUNS_SUBDIR = os.path.join(".resumable", "runs")
+__all__ = [
+    "EXACT_SNAPSHOT_BYTES", "RUNS_SUBDIR", "Loaded", "RunFiles", "Writer", "archive_run",
+    "delete_run", "files_for", "gc", "load", "missing_run", "read_doc", "resolve_run",
+    "runs_dir", "translate",
+]
+
 # A snapshot at most this big is rewritten on every write (exact, as the seed's file was); a larger
 # one is refreshed once the journal has grown by its size since the last refresh, so snapshot bytes
 # written over a run stay within the journal's bytes and a write costs O(1) amortised.
@@ -51,280 +63,6 @@ EXACT_SNAPSHOT_BYTES = 64 * 1024
 # skip the flock, so the concurrent-writer test can prove it is able to see lost writes. Never set
 # it in production: concurrent writers then overwrite each other's journal records.
 UNSAFE_NO_LOCK = os.environ.get("RESUMABLE_UNSAFE_NO_LOCK") == "1"
-
-
-# --- where runs live -------------------------------------------------------------------------
-
-
-def runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = False) -> str:
-    """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else the nearest ``.resumable/runs``
-    walking up from the current directory (as git finds ``.git``), else ``./.resumable/runs``."""
-    if explicit is None:
-        explicit = os.environ.get("RESUMABLE_DIR") or None
-    if explicit is not None:
-        found = os.fspath(explicit)
-        if not found:
-            raise InvalidInputError("--dir is empty: give the runs directory, or leave --dir out")
-    else:
-        cwd = os.getcwd()
-        found = os.path.join(cwd, RUNS_SUBDIR)
-        parent = cwd
-        while True:
-            candidate = os.path.join(parent, RUNS_SUBDIR)
-            if os.path.isdir(candidate):
-                found = candidate
-                break
-            up = os.path.dirname(parent)
-            if up == parent:
-                break
-            parent = up
-    if create:
-        try:
-            fsio.mkdir(found)
-        except OSError as exc:
-            raise translate(exc, f"cannot create runs directory {found}") from exc
-    return found
-
-
-class RunFiles:
-    """The paths of one run's files (strings)."""
-
-    __slots__ = ("by_id", "data_dir", "dir", "journal", "lock", "snapshot", "stem")
-
-    def __init__(self, snapshot_path: str, *, by_id: bool = False) -> None:
-        head, name = os.path.split(snapshot_path)
-        self.stem = name[: -len(".json")]
-        self.dir = head or "."
-        self.snapshot = snapshot_path
-        self.journal = os.path.join(head, f"{self.stem}.journal.jsonl")
-        self.lock = os.path.join(head, f"{self.stem}.lock")
-        self.data_dir = os.path.join(head, self.stem)  # runner logs and other per-run files
-        self.by_id = by_id  # named by id (inside the runs dir), not by a .json path
-
-
-def files_for(snapshot_path: str | os.PathLike[str], *, by_id: bool = False) -> RunFiles:
-    return RunFiles(os.fspath(snapshot_path), by_id=by_id)
-
-
-def resolve_run(run: str | os.PathLike[str], runs_dir: str) -> RunFiles:
-    """A path ending in ``.json`` is used as given (the seed's form); anything else is a run id
-    meaning ``<runs-dir>/<id>.json``."""
-    text = os.fspath(run)
-    if "\x00" in text:
-        raise InvalidInputError("run argument contains a NUL byte")
-    if text.endswith(".json"):
-        if os.path.basename(text) == ".json":
-            raise InvalidInputError(f"status file name {text!r} has no stem")
-        return files_for(text)
-    check_run_id(text)
-    return files_for(os.path.join(runs_dir, f"{text}.json"), by_id=True)
-
-
-# --- errors at the I/O boundary --------------------------------------------------------------
-
-
-def translate(exc: OSError, what: str) -> StoreError:
-    """One-line StoreError for an OSError, saying what to do."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return DiskFullError(f"{what}: no space left on device — free some space and re-run")
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return StoreError(f"{what}: {exc.strerror} — check the directory's permissions")
-    if exc.errno == errno.ELOOP:
-        return StoreError(f"{what}: is a symbolic link; resumable does not follow links in runs")
-    if exc.errno == errno.ENOENT:
-        return StoreError(f"{what}: {exc.strerror} — check the path (init creates it)")
-    return StoreError(f"{what}: {exc.strerror or exc}")
-
-
-# --- loading ---------------------------------------------------------------------------------
-
-
-class Loaded:
-    """What a load found; the writer keeps it up to date between its writes."""
-
-    __slots__ = ("adopt", "doc", "journal_exists", "offset", "seq", "snap_offset", "snap_seq",
-                 "snap_size", "snap_stat", "torn")
-
-    def __init__(
-        self,
-        doc: dict[str, Any] | None,
-        seq: int,
-        offset: int,
-        torn: int,
-        journal_exists: bool,
-        snap_seq: int,
-        snap_size: int,
-        snap_stat: tuple[int, int, int] | None,
-        snap_offset: int,
-        adopt: str | None,
-    ) -> None:
-        self.doc = doc
-        self.seq = seq  # last journal sequence number applied (0: none)
-        self.offset = offset  # journal offset just past that record
-        self.torn = torn  # bytes of a torn final fragment (readers ignore, writers truncate)
-        self.journal_exists = journal_exists
-        self.snap_seq = snap_seq  # sequence number the snapshot on disk reflects (-1: unknown)
-        self.snap_size = snap_size
-        self.snap_stat = snap_stat  # (ino, size, mtime_ns) of the snapshot we last saw
-        self.snap_offset = snap_offset  # journal offset the snapshot reflects (0: unknown)
-        self.adopt = adopt  # "import" (seed file, no journal) / "external-edit": base record due
-
-
-def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _replay(
-    records: list[tuple[int, dict[str, Any]]], doc: dict[str, Any] | None, path: str, *, lenient: bool
-) -> dict[str, Any] | None:
-    for seq, event in records:
-        try:
-            doc, _ = apply(doc, event)
-        # TypeError & co.: a record with a valid checksum but a malformed body (written by some
-        # other tool: {"t": "resolve", "ids": null}) is corruption, not a traceback.
-        except (RefusedError, InvalidInputError, TypeError, ValueError, KeyError, AttributeError) as exc:
-            if lenient:
-                # Re-applying history on top of an externally edited base: an event that no longer
-                # fits the edited document is skipped rather than fabricated.
-                continue
-            raise CorruptRunError(
-                f"{path}: journal record {seq} does not apply ({exc}); nothing was changed"
-            ) from exc
-    return doc
-
-
-def load(files: RunFiles) -> Loaded:
-    """Snapshot + journal records after it, without writing anything."""
-    snap_bytes: bytes | None = None
-    snap_stat = None
-    try:
-        fd = os.open(files.snapshot, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        raise translate(exc, f"cannot read {files.snapshot}") from exc
-    else:
-        try:
-            snap_stat = _stat_key(os.fstat(fd))
-            with os.fdopen(fd, "rb", closefd=False) as fh:
-                snap_bytes = fh.read()
-        except OSError as exc:
-            raise translate(exc, f"cannot read {files.snapshot}") from exc
-        finally:
-            os.close(fd)
-
-    decoded: snapshot.Decoded | None = None
-    parse_error: str | None = None
-    if snap_bytes is not None:
-        try:
-            decoded = snapshot.decode(snap_bytes)
-        except ValueError as exc:
-            parse_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-    try:
-        jdata_stat = os.stat(files.journal, follow_symlinks=False)
-    except FileNotFoundError:
-        jdata_stat = None
-    except OSError as exc:
-        raise translate(exc, f"cannot read {files.journal}") from exc
-    snap_size = len(snap_bytes) if snap_bytes is not None else 0
-
-    if jdata_stat is None:
-        if parse_error is not None:
-            raise CorruptRunError(
-                f"cannot read/parse {files.snapshot}: {parse_error} — fix or move the file aside"
-            )
-        doc = decoded.doc if decoded is not None else None
-        return Loaded(doc, 0, 0, 0, False, -1, snap_size, snap_stat, 0,
-                      "import" if doc is not None else None)
-
-    if decoded is not None and decoded.marker is not None and decoded.intact:
-        marker = decoded.marker
-        if marker.offset <= jdata_stat.st_size:
-            tail = _read_journal(files.journal, marker.offset)
-            try:
-                scan = journal.scan(tail, base=marker.offset, path=files.journal,
-                                    after_seq=marker.seq)
-            except CorruptRunError:
-                scan = None  # re-checked below by a full replay, which names the real offset
-            if scan is not None:
-                doc = _replay(scan.records, decoded.doc, files.journal, lenient=False)
-                seq = scan.records[-1][0] if scan.records else marker.seq
-                return Loaded(doc, seq, scan.end, scan.torn, True, marker.seq, snap_size,
-                              snap_stat, marker.offset, None)
-
-    data = _read_journal(files.journal, 0)
-    scan = journal.scan(data, base=0, path=files.journal, after_seq=0)
-    if decoded is not None and not (decoded.marker is not None and decoded.intact):
-        # The snapshot parses but is not the one we wrote: another program edited it. Its
-        # content becomes the new base; history after the seq it was edited from is re-applied.
-        after = decoded.marker.seq if decoded.marker is not None else (
-            scan.records[-1][0] if scan.records else 0)
-        doc = _replay([r for r in scan.records if r[0] > after], decoded.doc, files.journal,
-                      lenient=True)
-        seq = scan.records[-1][0] if scan.records else 0
-        return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0,
-                      "external-edit")
-    if scan.records and scan.records[0][1].get("t") not in ("init", "base"):
-        raise CorruptRunError(
-            f"{files.journal}: the journal does not start with an init or base record;"
-            " nothing was changed"
-        )
-    doc = _replay(scan.records, None, files.journal, lenient=False)
-    seq = scan.records[-1][0] if scan.records else 0
-    return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0, None)
-
-
-def _pread_all(fd: int, offset: int, length: int) -> bytes:
-    """Up to ``length`` bytes at ``offset`` (fewer only at the end of the file)."""
-    chunks = []
-    while length > 0:
-        chunk = os.pread(fd, length, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-        length -= len(chunk)
-    return b"".join(chunks)
-
-
-def _read_range(path: str, offset: int, length: int) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return b""
-    try:
-        return _pread_all(fd, offset, length)
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
-
-
-def _read_journal(path: str, offset: int) -> bytes:
-    try:
-        return fsio.read_bytes(path, offset)
-    except OSError as exc:
-        raise translate(exc, f"cannot read {path}") from exc
-
-
-def missing_run(files: RunFiles) -> StoreError | NoRunError:
-    """A run that does not exist: exit 3 when named by id (no run matches), exit 1 for a
-    .json path, as the seed's `cannot read/parse` was."""
-    message = (
-        f"cannot read/parse {files.snapshot}: no such run — create it with `resumable init`"
-    )
-    return NoRunError(message) if files.by_id else StoreError(message)
-
-
-def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The current document of the run whose snapshot is ``path``; never writes. Raises
-    NoRunError when the run does not exist, CorruptRunError when it cannot be read."""
-    files = files_for(path)
-    loaded = load(files)
-    if loaded.doc is None:
-        raise NoRunError(f"no run at {files.snapshot}")
-    return loaded.doc
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -761,6 +499,8 @@ class Writer:
         doc, output = apply(None, event)  # refusals before anything is written
         record = journal.encode(1, event)
         files = self.files
+        from resumable.archive import _archive_base
+
         archive, base = _archive_base(files)
         if self._jfd is not None:
             os.close(self._jfd)
@@ -830,38 +570,6 @@ class Writer:
         return True
 
 
-def delete_run(files: RunFiles) -> list[str]:
-    """Delete a run's snapshot, journal and data directory (logs) under the run's lock, so no
-    writer is half way through a write; the lock file itself stays (it is never unlinked).
-    Returns the names of what was deleted."""
-    writer = Writer(files)
-    removed: list[str] = []
-    if not os.path.isdir(files.dir):
-        return removed
-    writer._acquire(create_dir=False)
-    try:
-        for path in (files.snapshot, files.journal):
-            if os.path.lexists(path):
-                try:
-                    fsio.unlink(path)
-                except OSError as exc:
-                    raise translate(exc, f"cannot delete {path}") from exc
-                removed.append(os.path.basename(path))
-        if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
-            import shutil
-
-            shutil.rmtree(files.data_dir, ignore_errors=True)
-            removed.append(os.path.basename(files.data_dir) + "/")
-        try:
-            fsio.fsync_dir(files.dir)
-        except OSError as exc:
-            raise translate(exc, f"cannot delete the files of {files.snapshot}") from exc
-    finally:
-        writer._release()
-        writer.close()
-    return removed
-
-
 def _estimated_snapshot_bytes(doc: dict[str, Any] | None) -> int:
     """About what the pretty snapshot of ``doc`` will weigh (a fresh unit prints ~170 bytes)."""
     if doc is None:
@@ -870,98 +578,19 @@ def _estimated_snapshot_bytes(doc: dict[str, Any] | None) -> int:
     return 512 + 170 * (len(units) if isinstance(units, dict) else 0)
 
 
-def _archive_base(files: RunFiles) -> tuple[str, str]:
-    """(archive dir, base path) with one free base name for every file of this run (snapshot,
-    journal, data dir), so they stay recognisably together and nothing archived is overwritten."""
-    archive = os.path.join(files.dir, "archive")
-    tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    base = os.path.join(archive, f"{files.stem}.{tag}")
-    n = 0
-    while any(os.path.lexists(base + sfx) for sfx in (".json", ".journal.jsonl", ".d")):
-        n += 1
-        base = os.path.join(archive, f"{files.stem}.{tag}.{n}")
-    return archive, base
-
-
 def archive_run(files: RunFiles) -> str:
-    """Move a run's snapshot, journal and data dir into ``<dir>/archive/`` under names that never
-    overwrite an earlier archive. The caller holds the run's lock."""
-    archive, base = _archive_base(files)
-    try:
-        fsio.mkdir(archive)
-        if os.path.lexists(files.snapshot):
-            fsio.rename_noclobber(files.snapshot, base + ".json")
-        if os.path.lexists(files.journal):
-            fsio.rename_noclobber(files.journal, base + ".journal.jsonl")
-        if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
-            fsio.rename_noclobber_dir(files.data_dir, base + ".d")
-        fsio.fsync_dir(archive)
-        fsio.fsync_dir(files.dir)
-    except OSError as exc:
-        raise translate(exc, f"cannot archive {files.snapshot}") from exc
-    return base
+    from resumable.archive import archive_run as _archive_run
 
-
-# --- gc --------------------------------------------------------------------------------------
-
-GC_LIVE = frozenset({"running", "initializing", "needs_attention"})
-
-
-def _parse_stamp(value: object) -> float | None:
-    if not isinstance(value, str):
-        return None
-    for fmt in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
-        try:
-            import calendar
-
-            return float(calendar.timegm(time.strptime(value, fmt)))
-        except ValueError:
-            continue
-    return None
+    return _archive_run(files)
 
 
 def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[int, str]:
-    """Archive terminal (done/aborted) runs last updated more than ``keep_days`` ago. Each run is
-    examined under its own lock; live runs and unreadable files are never touched."""
-    archive = os.path.join(directory, "archive")
-    if not os.path.isdir(directory):
-        return -1, archive
-    now = time.time() if now is None else now
-    cutoff = now - keep_days * 86400
-    moved = 0
-    for name in sorted(os.listdir(directory)):
-        path = os.path.join(directory, name)
-        if not name.endswith(".json") or os.path.islink(path) or not os.path.isfile(path):
-            continue
-        writer = Writer(files_for(path))
-        try:
-            writer._acquire(create_dir=False)
-        except StoreError:
-            continue
-        try:
-            try:
-                state = load(writer.files)
-            except (StoreError, NoRunError):
-                continue
-            doc = state.doc
-            status = doc.get("status") if doc is not None else None
-            # Only done/aborted; checked as a str first (a hand-edited list status is unhashable).
-            if not isinstance(status, str) or status in GC_LIVE or status not in ("done", "aborted"):
-                continue
-            assert doc is not None
-            updated = _parse_stamp(doc.get("updatedAt"))
-            if updated is None:
-                # No usable stamp: the file's own age stands in (the seed archived these blindly).
-                try:
-                    updated = os.stat(path).st_mtime
-                except OSError:
-                    continue
-            if updated > cutoff:
-                continue
-            archive_run(writer.files)
-            moved += 1
-        finally:
-            writer._release()
-            writer.close()
-    return moved, archive
+    from resumable.archive import gc as _gc
 
+    return _gc(directory, keep_days, now=now)
+
+
+def delete_run(files: RunFiles) -> list[str]:
+    from resumable.archive import delete_run as _delete_run
+
+    return _delete_run(files)
