@@ -679,3 +679,34 @@ def test_two_writers_torn_tails_and_lost_views_match_a_pure_model(
         assert doc == resumable.read_doc(runs / "r.json")
     finally:
         store.EXACT_SNAPSHOT_BYTES = old_exact
+
+
+def test_a_lock_free_read_of_a_rolled_back_record_never_reaches_a_write(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads catch up without the lock, so they can see a record whose fsync then fails and which
+    its writer cuts off again. The next write of that reader checks, under the lock, that what it
+    read is still in the journal, and reloads when it is not."""
+    monkeypatch.setattr(store, "EXACT_SNAPSHOT_BYTES", 0)  # keep the view out of it: journal only
+    make_run(runs, units=3)
+    reader = resumable.open_run("r", runs_dir=runs)
+    reader.refresh()
+    journal_path = runs / "r.journal.jsonl"
+    good = journal_path.read_bytes()
+    other = resumable.open_run("r", runs_dir=runs)
+    other.unit("u0", "blocked", note="a" * 14)
+    assert reader.refresh()["units"]["u0"]["status"] == "blocked"  # seen, without the lock
+    other.close()
+    rolled_back = journal_path.read_bytes()[len(good):]
+    # The writer's fsync failed: it cut its record off again; then another writer wrote seq n,
+    # a record of exactly the same length, so nothing about the file's size gives it away.
+    journal_path.write_bytes(good)
+    resumable.open_run("r", runs_dir=runs).unit("u1", "in_progress", note="b" * 10)
+    assert len(journal_path.read_bytes()) - len(good) == len(rolled_back)
+    reader.unit("u2", "done")
+    doc = resumable.read_doc(runs / "r.json")
+    assert doc["units"]["u0"]["status"] == "pending"
+    assert doc["units"]["u1"]["status"] == "in_progress"
+    assert doc["units"]["u2"]["status"] == "done"
+    assert reader.doc == doc
+    assert [seq for seq, _ in records(journal_path)] == list(range(1, len(records(journal_path)) + 1))

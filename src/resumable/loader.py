@@ -8,6 +8,7 @@ adopt; a missing or unreadable snapshot is rebuilt in memory from the whole jour
 from __future__ import annotations
 
 import os
+import zlib
 
 from resumable import fsio, journal, snapshot
 from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 class Loaded:
     """What a load found; the writer keeps it up to date between its writes."""
 
-    __slots__ = ("adopt", "doc", "journal_exists", "offset", "seq", "snap_offset", "snap_seq",
-                 "snap_size", "snap_stat", "torn")
+    __slots__ = ("adopt", "applied", "doc", "journal_exists", "offset", "seq", "snap_offset",
+                 "snap_seq", "snap_size", "snap_stat", "torn")
 
     def __init__(
         self,
@@ -37,6 +38,7 @@ class Loaded:
         snap_stat: tuple[int, int, int] | None,
         snap_offset: int,
         adopt: str | None,
+        applied: tuple[int, int, int] = (0, 0, 0),
     ) -> None:
         self.doc = doc
         self.seq = seq  # last journal sequence number applied (0: none)
@@ -48,6 +50,9 @@ class Loaded:
         self.snap_stat = snap_stat  # (ino, size, mtime_ns) of the snapshot we last saw
         self.snap_offset = snap_offset  # journal offset the snapshot reflects (0: unknown)
         self.adopt = adopt  # "import" (seed file, no journal) / "external-edit": base record due
+        # (offset, length, crc32) of the journal bytes this load applied, so a writer can check
+        # later, under the lock, that what a lock-free load read is still there.
+        self.applied = applied
 
 
 def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
@@ -116,7 +121,7 @@ def load(files: RunFiles) -> Loaded:
             )
         doc = decoded.doc if decoded is not None else None
         return Loaded(doc, 0, 0, 0, False, -1, snap_size, snap_stat, 0,
-                      "import" if doc is not None else None)
+                      "import" if doc is not None else None, (0, 0, 0))
 
     if decoded is not None and decoded.marker is not None and decoded.intact:
         marker = decoded.marker
@@ -130,8 +135,10 @@ def load(files: RunFiles) -> Loaded:
             if scan is not None:
                 doc = _replay(scan.records, decoded.doc, files.journal, lenient=False)
                 seq = scan.records[-1][0] if scan.records else marker.seq
+                used = tail[: scan.end - marker.offset]
                 return Loaded(doc, seq, scan.end, scan.torn, True, marker.seq, snap_size,
-                              snap_stat, marker.offset, None)
+                              snap_stat, marker.offset, None,
+                              (marker.offset, len(used), zlib.crc32(used)))
 
     data = _read_journal(files.journal, 0)
     scan = journal.scan(data, base=0, path=files.journal, after_seq=0)
@@ -144,7 +151,7 @@ def load(files: RunFiles) -> Loaded:
                       lenient=True)
         seq = scan.records[-1][0] if scan.records else 0
         return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0,
-                      "external-edit")
+                      "external-edit", (0, scan.end, zlib.crc32(data[: scan.end])))
     if scan.records and scan.records[0][1].get("t") not in ("init", "base"):
         raise CorruptRunError(
             f"{files.journal}: the journal does not start with an init or base record;"
@@ -152,7 +159,8 @@ def load(files: RunFiles) -> Loaded:
         )
     doc = _replay(scan.records, None, files.journal, lenient=False)
     seq = scan.records[-1][0] if scan.records else 0
-    return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0, None)
+    return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0, None,
+                  (0, scan.end, zlib.crc32(data[: scan.end])))
 
 
 def _pread_all(fd: int, offset: int, length: int) -> bytes:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import zlib
 
 from resumable import fsio, journal, jsonio, snapshot
 from resumable.errors import (
@@ -86,8 +87,8 @@ class Writer:
         # trusted by a later write once checked under the lock: a record can be rolled back after
         # a failed fsync. These track what still needs that check.
         self._locked = False
-        self._untrusted_load = False  # the whole state was loaded without the lock
-        self._unverified: tuple[int, bytes] | None = None  # (offset, bytes) applied without it
+        # (offset, length, crc32) of journal bytes applied without the lock, still to be checked.
+        self._unverified: tuple[int, int, int] | None = None
 
     # -- lock --
     def _acquire(self, *, create_dir: bool) -> None:
@@ -161,10 +162,9 @@ class Writer:
         except OSError:
             self._jino = 0
         self._state = None
-        self._unverified = None
         state = load(self.files)
         self._state = state
-        self._untrusted_load = not self._locked
+        self._unverified = state.applied if not self._locked and state.applied[1] else None
         self._snap_offset = state.snap_offset
         return state
 
@@ -172,14 +172,12 @@ class Writer:
         state = self._state
         if state is None:
             return self._full_load()
-        if self._locked:
-            if self._untrusted_load:
-                return self._full_load()
-            if self._unverified is not None:
-                start, seen = self._unverified
-                self._unverified = None
-                if self._pread(start, len(seen)) != seen:
-                    return self._full_load()  # something read without the lock was rolled back
+        if self._locked and self._unverified is not None:
+            start, length, crc = self._unverified
+            self._unverified = None
+            seen = self._pread(start, length)
+            if len(seen) != length or zlib.crc32(seen) != crc:
+                return self._full_load()  # something read without the lock was rolled back
         try:
             st = os.stat(self.files.journal, follow_symlinks=False)
         except FileNotFoundError:
@@ -203,9 +201,10 @@ class Writer:
                 if not self._locked:
                     read = data[: scan.end - start]
                     if self._unverified is None:
-                        self._unverified = (start, read)
-                    else:
-                        self._unverified = (self._unverified[0], self._unverified[1] + read)
+                        self._unverified = (start, len(read), zlib.crc32(read))
+                    else:  # contiguous with what was read before: extend the range and its CRC
+                        s0, n0, c0 = self._unverified
+                        self._unverified = (s0, n0 + len(read), zlib.crc32(read, c0))
             state.offset = scan.end
             state.torn = scan.torn
         try:
