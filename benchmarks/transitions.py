@@ -1,4 +1,4 @@
-"""Issue 2's benchmark: the cost of one unit transition, against one append + fsync.
+"""The transition benchmark: the cost of one unit transition, against one append + fsync.
 
     python -m benchmarks.transitions [--dir DIR] [--allow-tmpfs] [--quick]
 

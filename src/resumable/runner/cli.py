@@ -1,4 +1,4 @@
-"""``resumable run``: the click command (registered by the lead's cli.py as ``run_command``).
+"""``resumable run``: the click command (`run_command`, registered lazily by resumable.cli).
 
 Parsing and printing only; the work is in jobfile / explain / scheduler. User mistakes become one
 line on stderr and an exit code here, never a traceback.
