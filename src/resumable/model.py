@@ -195,22 +195,23 @@ def shape_problem(doc: Mapping[str, Any]) -> str | None:
     for key, kind, name in _SHAPES:
         value = doc.get(key)
         if value is not None and not isinstance(value, kind):
-            return f"'{key}' is {_type_name(value)}, not {name}"
+            return f"'{key}' is {json_type_name(value)}, not {name}"
     open_items = doc.get("openItems")
     if open_items is not None and not isinstance(open_items, list):
-        return f"'openItems' is {_type_name(open_items)}, not an array"
+        return f"'openItems' is {json_type_name(open_items)}, not an array"
     version = doc.get("schemaVersion")
     if isinstance(version, str) and version.isdigit() and len(version) < 6:
         version = int(version)
     if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
-        return f"'schemaVersion' is {_type_name(version)}, not a number"
+        return f"'schemaVersion' is {json_type_name(version)}, not a number"
     if isinstance(version, int) and version > SCHEMA_VERSION:
         return (f"schemaVersion {str(version)[:20]} is newer than this resumable understands"
                 f" ({SCHEMA_VERSION}); upgrade resumable")
     return None
 
 
-def _type_name(value: object) -> str:
+def json_type_name(value: object) -> str:
+    """'an array', 'a string', ... for one-line messages about a JSON value of the wrong type."""
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from resumable import plan
+from resumable.model import json_type_name
 
 _BARE: Final = re.compile(r"^[A-Za-z0-9._/@:=+-]+$")
 # pipeline.mjs's SAFE_ID (seed-contracts §1.7): an id it rejects must not be printed as a command.
@@ -90,7 +91,7 @@ def classify(
     if not isinstance(launch, dict):
         if launch is None:
             return no_launch("the run has no launch descriptor")
-        return no_launch(f"the launch descriptor is not an object (a JSON {_json_type(launch)})")
+        return no_launch(f"the launch descriptor is not an object (it is {json_type_name(launch)})")
 
     if launch.get("kind") == "resumable":
         argv = launch.get("argv")
@@ -163,16 +164,6 @@ def unreadable(file: Path, reason: str) -> dict[str, Any]:
     }
 
 
-def _json_type(v: object) -> str:
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int | float):
-        return "number"
-    return type(v).__name__
 
 
 def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None) -> list[str]:
