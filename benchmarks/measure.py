@@ -188,7 +188,7 @@ def whole_run(runs: Path, n_units: int) -> tuple[float, int, int]:
         elapsed = time.perf_counter() - t
     finally:
         fsio.atomic_write = real  # type: ignore[assignment]
-    jbytes = (runs / "whole.journal.jsonl").stat().st_size
+    jbytes = len(journal.without_padding((runs / "whole.journal.jsonl").read_bytes()))
     _ = init_snapshot
     return elapsed, written, jbytes
 
@@ -235,7 +235,7 @@ def tail_load(runs: Path, n_units: int, tail: int) -> float:
     writer killed before its next refresh leaves it)."""
     make_run(runs, n_units, "tail").close()
     jpath = runs / "tail.journal.jsonl"
-    data = jpath.read_bytes()
+    data = journal.without_padding(jpath.read_bytes())
     seq = len(data.splitlines())
     chunks = []
     for i in range(tail):
@@ -243,8 +243,7 @@ def tail_load(runs: Path, n_units: int, tail: int) -> float:
         ev = {"t": "unit", "unit": f"u{i % n_units}", "state": "in_progress" if i % 2 == 0 else "blocked",
               "at": "2026-01-01T00:00:00Z"}
         chunks.append(journal.encode(seq, ev))
-    with open(jpath, "ab") as f:
-        f.write(b"".join(chunks))
+    jpath.write_bytes(data + b"".join(chunks))
     _ = jsonio
     gc.collect()
     best = load_time(runs / "tail.json", repeat=3)

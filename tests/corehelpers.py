@@ -23,6 +23,11 @@ def records(journal_path: Path) -> list[tuple[int, dict[str, Any]]]:
     return journal.scan(data, base=0, path=str(journal_path), after_seq=0).records
 
 
+def journal_records(journal_path: Path) -> bytes:
+    """A journal's bytes without its padding (the zero bytes a writer keeps ahead of records)."""
+    return journal.without_padding(journal_path.read_bytes())
+
+
 def snapshot_file(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(document, marker) as `jq` would see the snapshot file."""
     doc = json.loads(path.read_text())

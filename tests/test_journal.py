@@ -143,3 +143,45 @@ def test_sequence_gaps_and_repeats_are_corruption() -> None:
     dup = journal.encode(1, a) + journal.encode(1, a)
     assert "expected 2" in corrupt_error(dup)
     assert "expected 1" in corrupt_error(journal.encode(2, a))
+
+
+# --- padding: zero bytes a writer keeps ahead of its records --------------------------------
+
+
+@given(st.lists(events, min_size=1, max_size=6), st.integers(1, 9000))
+def test_padding_after_the_records_is_free_space(evs: list[dict[str, Any]], pad: int) -> None:
+    data = encode_all(evs)
+    scan = journal.scan(data + bytes(pad), base=0, path=PATH, after_seq=0)
+    assert scan.records == [(i + 1, e) for i, e in enumerate(evs)]
+    assert scan.end == len(data) and scan.torn == 0
+    assert journal.without_padding(data + bytes(pad)) == data
+
+
+def test_a_torn_write_into_the_padding_is_cut_off_with_everything_after_it() -> None:
+    data = encode_all([{"t": "init"}, {"t": "unit", "n": 1}])
+    last = journal.encode(3, {"t": "unit", "n": 2})
+    for cut in range(len(last)):
+        # A prefix of the record reached the disk; the padding follows it.
+        scan = journal.scan(data + last[:cut] + bytes(4096), base=0, path=PATH, after_seq=0)
+        assert len(scan.records) == 2 and scan.end == len(data)
+        assert scan.torn == cut  # the writer cuts the fragment (and the padding) off
+        # The head of the record was lost and its tail reached the disk (torn across blocks):
+        # never acknowledged, as no complete record follows it.
+        if cut:
+            torn = data + bytes(cut) + last[cut:] + bytes(4096)
+            scan = journal.scan(torn, base=0, path=PATH, after_seq=0)
+            assert len(scan.records) == 2 and scan.end == len(data)
+            assert scan.torn == len(torn) - len(data)
+
+
+def test_a_hole_of_zeros_before_a_valid_record_is_corruption() -> None:
+    recs = [journal.encode(i + 1, {"t": "unit", "n": i}) for i in range(4)]
+    start = len(recs[0])
+    holed = recs[0] + bytes(len(recs[1])) + recs[2] + recs[3] + bytes(100)
+    with pytest.raises(CorruptRunError, match=f"byte offset {start}"):
+        journal.scan(holed, base=0, path=PATH, after_seq=0)
+    # A single byte zeroed inside an earlier record, too.
+    zeroed = bytearray(b"".join(recs))
+    zeroed[start + 5] = 0
+    with pytest.raises(CorruptRunError, match=f"byte offset {start}"):
+        journal.scan(bytes(zeroed), base=0, path=PATH, after_seq=0)

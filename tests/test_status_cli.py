@@ -123,17 +123,17 @@ def test_json_is_the_document(runs: Path) -> None:
 
 def test_json_includes_the_journal_tail(tmp_path: Path) -> None:
     from resumable.api import open_run
-    from resumable.journal import encode
+    from resumable.journal import encode, without_padding
 
     runs = tmp_path / "runs"
     run = open_run("live", runs_dir=runs)
     run.init("journal tail", units=["a", "b"])
     run.close()
     journal = runs / "live.journal.jsonl"
-    seq = len(journal.read_bytes().splitlines()) + 1
+    data = without_padding(journal.read_bytes())
+    seq = len(data.splitlines()) + 1
     # A record the snapshot has not caught up with yet (a writer's amortised snapshot refresh).
-    with journal.open("ab") as fh:
-        fh.write(encode(seq, {"t": "unit", "unit": "a", "state": "done", "at": ts(5)}))
+    journal.write_bytes(data + encode(seq, {"t": "unit", "unit": "a", "state": "done", "at": ts(5)}))
     snap = json.loads((runs / "live.json").read_text())
     assert snap["units"]["a"]["status"] == "pending"
     doc = json.loads(status("--dir", str(runs), "--json", "live").stdout)
@@ -423,3 +423,29 @@ def test_watch_does_not_poll_faster_than_its_interval(tmp_path: Path) -> None:
 def test_watch_combined_with_json_is_a_usage_error(runs: Path) -> None:
     r = CliRunner().invoke(status_command, ["--dir", str(runs), "--watch", "--json"])
     assert r.exit_code == 1 and r.stderr.startswith("resumable: --watch")
+
+
+def test_watch_sees_a_commit_that_moves_neither_size_nor_mtime(tmp_path: Path) -> None:
+    """A record written over the journal's padding leaves the file's size alone, and two commits
+    can share one mtime tick: the watch's change signature follows where the records end."""
+    from resumable import store
+    from resumable.api import open_run
+
+    runs = tmp_path / "runs"
+    run = open_run("w", runs_dir=runs)
+    run.init("watch", units=["a", "b"])
+    snap = runs / "w.json"
+    journal = runs / "w.journal.jsonl"
+    end = view_cli._JournalEnd(journal)
+    before = view_cli._signature(snap, end)
+    st_snap, st_journal = snap.stat(), journal.stat()
+    old_exact = store.EXACT_SNAPSHOT_BYTES
+    store.EXACT_SNAPSHOT_BYTES = 0  # the view stays as it is: only the journal changes
+    try:
+        run.unit("a", "done")
+    finally:
+        store.EXACT_SNAPSHOT_BYTES = old_exact
+    os.utime(journal, ns=(st_journal.st_atime_ns, st_journal.st_mtime_ns))  # the same tick
+    assert snap.stat().st_mtime_ns == st_snap.st_mtime_ns
+    assert journal.stat().st_size == st_journal.st_size
+    assert view_cli._signature(snap, end) != before

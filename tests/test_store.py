@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import resumable
-from corehelpers import records, snapshot_file, tree
-from resumable import store
+from corehelpers import journal_records, records, snapshot_file, tree
+from resumable import journal, store
 from resumable.errors import NoRunError, RefusedError
 
 Doc = dict[str, Any]
@@ -49,7 +49,7 @@ def test_files_and_exact_small_snapshot(runs: Path) -> None:
     assert sorted(p.name for p in runs.iterdir()) == ["r.journal.jsonl", "r.json", "r.lock"]
     doc, marker = snapshot_file(run.path)
     assert doc == run.doc == resumable.read_doc(run.path)
-    assert marker is not None and marker["seq"] == 2 and marker["offset"] == run.journal_path.stat().st_size
+    assert marker is not None and marker["seq"] == 2 and marker["offset"] == len(journal_records(run.journal_path))
     assert [r[1]["t"] for r in records(run.journal_path)] == ["init", "unit"]
     # The snapshot is pretty JSON, 2-space indent, seed key order.
     text = run.path.read_text()
@@ -538,7 +538,7 @@ def test_failed_journal_write_is_rolled_back_and_the_next_write_works(
 
     run = make_run(runs)
     run.unit("u0", "done")
-    before_journal, before_doc = run.journal_path.read_bytes(), doc_copy(run)
+    before_journal, before_doc = journal_records(run.journal_path), doc_copy(run)
     previous = fsio.set_fault_hook(fail_on(op, ".journal.jsonl", err))
     try:
         with pytest.raises(exc) as info:
@@ -548,7 +548,7 @@ def test_failed_journal_write_is_rolled_back_and_the_next_write_works(
     assert "\n" not in str(info.value) and str(run.journal_path) in str(info.value)
     if err == 28:
         assert "no space left" in str(info.value)
-    assert run.journal_path.read_bytes() == before_journal
+    assert journal_records(run.journal_path) == before_journal
     assert run.doc == before_doc and resumable.read_doc(run.path) == before_doc
     run.unit("u1", "done")
     assert [s for s, _ in records(run.journal_path)] == [1, 2, 3]
@@ -659,8 +659,11 @@ def test_two_writers_torn_tails_and_lost_views_match_a_pure_model(
                 out = call()
                 assert out == (expected_out if kind != "unit" else None)
             elif kind == "torn":
-                with (runs / "r.journal.jsonl").open("ab") as fh:
-                    fh.write(b"9" * step[1])  # a write in flight that died before its newline
+                jpath = runs / "r.journal.jsonl"
+                with jpath.open("r+b") as fh:
+                    # A write in flight that died before its newline, over the padding if any.
+                    fh.seek(len(journal_records(jpath)))
+                    fh.write(b"9" * step[1])
             elif kind == "rmsnap":
                 (runs / "r.json").unlink(missing_ok=True)
             elif kind == "reopen":
@@ -710,3 +713,52 @@ def test_a_lock_free_read_of_a_rolled_back_record_never_reaches_a_write(
     assert doc["units"]["u2"]["status"] == "done"
     assert reader.doc == doc
     assert [seq for seq, _ in records(journal_path)] == list(range(1, len(records(journal_path)) + 1))
+
+
+# --- journal padding --------------------------------------------------------------------------
+
+
+def test_records_are_written_over_padding_and_finalize_gives_it_back(runs: Path) -> None:
+    run = make_run(runs)
+    size = run.journal_path.stat().st_size
+    logical = len(journal_records(run.journal_path))
+    assert size % 4096 == 0 and size - logical >= store.PAD_MIN // 2  # zeros ahead of the records
+    for i in range(20):
+        run.unit(f"u{i % 3}", "in_progress" if i % 2 else "blocked")
+    # Twenty records later the file has not grown: each was written over the padding.
+    assert run.journal_path.stat().st_size == size
+    assert len(journal_records(run.journal_path)) > logical
+    assert [s for s, _ in records(run.journal_path)] == list(range(1, 22))
+    run.finalize("aborted")
+    assert run.journal_path.stat().st_size == len(journal_records(run.journal_path))
+    assert resumable.read_doc(run.path)["status"] == "aborted"
+
+
+def test_the_journal_grows_by_whole_blocks_when_a_record_reaches_its_end(runs: Path) -> None:
+    run = make_run(runs)
+    first = run.journal_path.stat().st_size
+    note = "n" * 2000
+    while run.journal_path.stat().st_size == first:
+        run.unit("u0", "in_progress", note=note)
+    grown = run.journal_path.stat().st_size
+    assert grown % 4096 == 0 and grown - len(journal_records(run.journal_path)) >= store.PAD_MIN // 2
+    other = resumable.open_run("r", runs_dir=runs)  # a fresh reader finds every record
+    assert other.doc == run.doc
+
+
+def test_a_view_ahead_of_a_journal_cut_back_over_its_padding_is_not_trusted(runs: Path) -> None:
+    """The snapshot's marker points past the journal's last record (the journal was restored from
+    an older copy, padding and all, so its size gives nothing away): the journal is replayed."""
+    run = make_run(runs)
+    older = run.journal_path.read_bytes()
+    run.unit("u0", "done")
+    run.close()
+    marker = snapshot_file(run.path)[1]
+    assert marker is not None and marker["offset"] > len(journal.without_padding(older))
+    run.journal_path.write_bytes(older)  # same size: the padding absorbed the record
+    doc = resumable.read_doc(run.path)
+    assert doc["units"]["u0"]["status"] == "pending"
+    again = resumable.open_run("r", runs_dir=runs)
+    again.unit("u1", "done")
+    assert [s for s, _ in records(run.journal_path)] == [1, 2]
+    assert resumable.read_doc(run.path)["units"]["u1"]["status"] == "done"

@@ -126,10 +126,14 @@ def load(files: RunFiles) -> Loaded:
     if decoded is not None and decoded.marker is not None and decoded.intact:
         marker = decoded.marker
         if marker.offset <= jdata_stat.st_size:
-            tail = _read_journal(files.journal, marker.offset)
+            # The byte before the marker's offset must end a record: the file's size alone does
+            # not show a journal cut back behind the view, as padding keeps the size.
+            tail = _read_journal(files.journal, max(marker.offset - 1, 0))
+            behind = marker.offset > 0 and tail[:1] != b"\n"
+            tail = tail[1:] if marker.offset > 0 else tail
             try:
-                scan = journal.scan(tail, base=marker.offset, path=files.journal,
-                                    after_seq=marker.seq)
+                scan = None if behind else journal.scan(
+                    tail, base=marker.offset, path=files.journal, after_seq=marker.seq)
             except CorruptRunError:
                 scan = None  # re-checked below by a full replay, which names the real offset
             if scan is not None:

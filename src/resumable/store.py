@@ -60,6 +60,12 @@ __all__ = [
 # written over a run stay within the journal's bytes and a write costs O(1) amortised.
 EXACT_SNAPSHOT_BYTES = 64 * 1024
 
+# Journal padding (see ``journal``): when a record would run past the file's end, the write
+# carries this many zero bytes after it (half the journal's size, within these bounds, rounded to
+# whole 4 KiB blocks), so only about one write in a thousand grows the file.
+PAD_MIN = 16 * 1024
+PAD_MAX = 1024 * 1024
+
 # TEST SEAM ONLY (reliability goal R6's negative control): with RESUMABLE_UNSAFE_NO_LOCK=1 writers
 # skip the flock, so the concurrent-writer test can prove it is able to see lost writes. Never set
 # it in production: concurrent writers then overwrite each other's journal records.
@@ -78,6 +84,7 @@ class Writer:
         self._lock_fd: int | None = None
         self._jfd: int | None = None
         self._jino = 0
+        self._jsize = 0  # the journal file's size, padding included, as last seen
         self._state: Loaded | None = None
         self._snap_offset = 0
         self._refreshes = 0
@@ -145,7 +152,8 @@ class Writer:
             self._jfd = fsio.open_fd(self.files.journal, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
         except OSError as exc:
             raise translate(exc, f"cannot open {self.files.journal}") from exc
-        self._jino = os.fstat(self._jfd).st_ino
+        st = os.fstat(self._jfd)
+        self._jino, self._jsize = st.st_ino, st.st_size
         if not existed:
             try:
                 # The new file's directory entry must be durable before any record is acknowledged.
@@ -158,9 +166,10 @@ class Writer:
             os.close(self._jfd)
             self._jfd = None
         try:
-            self._jino = os.stat(self.files.journal, follow_symlinks=False).st_ino
+            st = os.stat(self.files.journal, follow_symlinks=False)
+            self._jino, self._jsize = st.st_ino, st.st_size
         except OSError:
-            self._jino = 0
+            self._jino = self._jsize = 0
         self._state = None
         state = load(self.files)
         self._state = state
@@ -186,9 +195,11 @@ class Writer:
             st = None
         if st is not None and (st.st_ino != self._jino or st.st_size < state.offset):
             return self._full_load()  # replaced (gc, re-init) or truncated by someone else
+        if st is not None:
+            self._jsize = st.st_size
         if st is not None and st.st_size > state.offset:
             start = state.offset
-            data = self._pread(start, st.st_size - start)
+            data = self._read_new(start, st.st_size)
             try:
                 scan = journal.scan(data, base=start, path=self.files.journal, after_seq=state.seq)
                 state.doc = _replay(scan.records, state.doc, self.files.journal, lenient=False)
@@ -214,6 +225,19 @@ class Writer:
         if snap_st != state.snap_stat:
             self._check_snapshot(state, snap_st)
         return state
+
+    def _read_new(self, start: int, size: int) -> bytes:
+        """The journal's bytes from ``start`` to its padding (plus the rest of the block the
+        padding starts in) or to ``size``: reading the whole padding on every catch-up would
+        cost more than the records."""
+        data = b""
+        want = 4096
+        while True:
+            chunk = self._pread(start + len(data), min(want, size - start - len(data)))
+            data += chunk
+            if not chunk or b"\0" in chunk or start + len(data) >= size:
+                return data
+            want *= 2
 
     def _pread(self, offset: int, length: int) -> bytes:
         """Journal bytes, through the open journal descriptor when there is one (the caller has
@@ -336,6 +360,8 @@ class Writer:
             raise
         state.doc = doc
         state.adopt = None
+        if event.get("t") == "finalize":
+            self._trim_padding(state)
         # A finished run's view is made exact once; an adopted base gets a fresh marker at once.
         self._maybe_refresh(state, force=event.get("t") in ("finalize", "base"))
         return output
@@ -353,13 +379,19 @@ class Writer:
             self._open_journal()
         assert self._jfd is not None
         fd = self._jfd
+        records = len(data)
         try:
             if state.torn:
                 # A torn final fragment was never acknowledged (its fsync never returned).
                 fsio.truncate(fd, state.offset, self.files.journal)
                 state.torn = 0
+                self._jsize = state.offset
+            end = state.offset + records
+            if end > self._jsize:
+                data += bytes(_padding(end))
             os.lseek(fd, state.offset, os.SEEK_SET)
             fsio.write_all(fd, data, self.files.journal)
+            self._jsize = max(self._jsize, state.offset + len(data))
             fsio.fsync(fd, self.files.journal)
         except OSError as exc:
             rolled_back = self._rollback(state)
@@ -371,8 +403,19 @@ class Writer:
                                 " write may or may not have been saved)")
             raise err from exc
         state.seq = seq
-        state.offset += len(data)
+        state.offset += records
         state.journal_exists = True
+
+    def _trim_padding(self, state: Loaded) -> None:
+        """A finished run rarely gets another write: give its padding back to the filesystem.
+        Not fsynced and allowed to fail: padding that survives is harmless."""
+        if self._jfd is None or self._jsize <= state.offset:
+            return
+        try:
+            fsio.truncate(self._jfd, state.offset, self.files.journal)
+        except OSError:
+            return
+        self._jsize = state.offset
 
     def _rollback(self, state: Loaded) -> bool:
         """After a failed append: cut the journal back to the last acknowledged record (never
@@ -567,6 +610,12 @@ class Writer:
         except OSError:
             return False
         return True
+
+
+def _padding(end: int) -> int:
+    """Zero bytes to write after a record ending at ``end`` that would grow the journal."""
+    pad = min(max(end // 2, PAD_MIN), PAD_MAX)
+    return -(-(end + pad) // 4096) * 4096 - end
 
 
 def _estimated_snapshot_bytes(doc: dict[str, Any] | None) -> int:

@@ -7,7 +7,8 @@ failed one.
 
 A failed fsync is modelled as Linux behaves after a writeback error: the dirty pages are marked
 clean and may be dropped, so the bytes written since the file's last successful fsync vanish
-(the file is cut back to its last synced length). A failed directory fsync is modelled the same
+(the file goes back to its content at its last successful fsync: appended bytes are cut off,
+bytes written over the journal's padding turn back into zeros). A failed directory fsync is modelled the same
 way: the directory's entry changes since its last successful fsync (replace, link, unlink) are
 dropped, i.e. undone. A failed write raises before writing.
 """
@@ -31,7 +32,7 @@ def main() -> int:
     code = getattr(errno, parts[1]) if len(parts) > 1 else errno.EIO
     persist = len(parts) > 2 and parts[2] == "persist"
     n = 0
-    synced: dict[str, int] = {}
+    synced: dict[str, bytes] = {}  # content at the last successful fsync (or first touch)
     # Per directory: undo actions for entry changes not yet covered by a successful fsync_dir.
     undo: dict[str, list[tuple[str, str, str | None]]] = {}
     save_dir = os.path.join(os.environ.get("PROOF_FAULT_SAVE", "/nonexistent"), str(os.getpid()))
@@ -59,10 +60,7 @@ def main() -> int:
         nonlocal n
         n += 1
         if path not in synced:
-            try:
-                synced[path] = os.stat(path).st_size
-            except OSError:
-                synced[path] = 0
+            synced[path] = _content(path)
         fail = k > 0 and (n == k or (persist and n > k))
         if log is not None:
             log.write(f"{op} {'fail' if fail else 'ok'} {path}\n")
@@ -74,16 +72,15 @@ def main() -> int:
                 # The kernel may drop the unsynced pages after a failed fsync: model the worst
                 # case for the caller, the bytes since the last good fsync are gone.
                 try:
-                    os.truncate(path, synced[path])
+                    with open(path, "r+b") as fh:
+                        fh.write(synced[path])
+                        fh.truncate()
                 except OSError:
                     pass
             raise OSError(code, os.strerror(code), path)
         if op == "fsync":
             # Runs before the real fsync; it does not fail here, so this size becomes durable.
-            try:
-                synced[path] = os.stat(path).st_size
-            except OSError:
-                pass
+            synced[path] = _content(path)
         elif op == "open":
             synced.pop(path, None)
         elif op == "fsync_dir":
@@ -94,6 +91,14 @@ def main() -> int:
 
     fsio.set_fault_hook(hook)
     return cli_main(sys.argv[1:])
+
+
+def _content(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
 
 
 if __name__ == "__main__":

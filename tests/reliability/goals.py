@@ -180,7 +180,8 @@ def r3_torn_and_flipped(base: Path, flip_records: int = 3) -> Result:
         run.unit(f"u{i}", "done", note="x" * i)
     run._writer.close()
     jpath = src / "proof.journal.jsonl"
-    data = jpath.read_bytes()
+    full = jpath.read_bytes()
+    data = journal.without_padding(full)
     offsets = [0]
     for line in data.splitlines(keepends=True):
         offsets.append(offsets[-1] + len(line))
@@ -202,11 +203,13 @@ def r3_torn_and_flipped(base: Path, flip_records: int = 3) -> Result:
     start = offsets[nrec - 2]
     for cut in range(start, len(data)):
         complete = max(r for r in range(nrec + 1) if offsets[r] <= cut)
-        for with_snapshot in (False, True):
+        # (snapshot?, padded?): padded, the bytes after the cut are zeros, as when a write into
+        # the journal's padding was torn.
+        for with_snapshot, padded in ((False, False), (True, False), (False, True)):
             d = base / "cut"
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir()
-            (d / "proof.journal.jsonl").write_bytes(data[:cut])
+            (d / "proof.journal.jsonl").write_bytes(data[:cut] + bytes(8192 if padded else 0))
             if with_snapshot:
                 # The view as of the record before the last two (what a crash would leave).
                 (d / "proof.json").write_bytes(snap_before_tail)
@@ -240,7 +243,7 @@ def r3_torn_and_flipped(base: Path, flip_records: int = 3) -> Result:
             d = base / "flip"
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir()
-            bad = bytearray(data)
+            bad = bytearray(full)  # padding and all, as the writer left it
             bad[pos] ^= 0x01 if bad[pos] != 0x0B else 0x02  # never turn a byte into "\n"
             (d / "proof.journal.jsonl").write_bytes(bytes(bad))
             before = bytes(bad)
@@ -268,7 +271,7 @@ def r3_torn_and_flipped(base: Path, flip_records: int = 3) -> Result:
                 res.fail(f"flip at byte {pos}: something was rewritten after corruption")
                 continue
             flips += 1
-    total_cuts = 2 * (len(data) - start)
+    total_cuts = 3 * (len(data) - start)
     res.figure = (f"{cuts}/{total_cuts} tail cuts recover the exact prefix and accept the next write;"
                   f" {flips}/{flip_total} flipped bytes give a one-line error naming file+offset")
     res.ok = res.ok and cuts == total_cuts and flips == flip_total

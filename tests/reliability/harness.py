@@ -269,14 +269,28 @@ class PowerLossRecorder:
             synced = self.data.get(ino, b"")
             if now_bytes is None or now_bytes == synced:
                 content = synced if now_bytes is None else now_bytes
-            elif now_bytes.startswith(synced):
-                tail = now_bytes[len(synced):]
+            elif len(now_bytes) >= len(synced):
+                # Appended, or written over bytes the file had (the journal's padding): the
+                # unsynced bytes are dropped, kept, or torn at any byte (a prefix of them kept).
+                same = _common_prefix(synced, now_bytes)
                 fate = self.rng.randrange(3)
+                cut = same + self.rng.randrange(len(now_bytes) - same + 1)
                 content = synced if fate == 0 else now_bytes if fate == 1 else (
-                    synced + tail[: self.rng.randrange(len(tail) + 1)])
+                    now_bytes[:cut] + synced[cut:])
             else:
                 content = self.rng.choice([synced, now_bytes])
             (out / name).write_bytes(content)
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; binary search on slice equality (C speed)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 # --- fault injection for CLI children --------------------------------------------------------
