@@ -762,3 +762,57 @@ def test_a_view_ahead_of_a_journal_cut_back_over_its_padding_is_not_trusted(runs
     again.unit("u1", "done")
     assert [s for s, _ in records(run.journal_path)] == [1, 2]
     assert resumable.read_doc(run.path)["units"]["u1"]["status"] == "done"
+
+
+def test_a_write_does_not_stat_the_journal(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asking for the journal's timestamps makes the next write to it stamp a fine-grained
+    mtime (Linux 6.13+), which costs that write's fdatasync a filesystem journal commit: a
+    steady-state write learns the journal's identity and size from its open descriptor."""
+    run = make_run(runs, units=100)
+    monkeypatch.setattr(store, "EXACT_SNAPSHOT_BYTES", 0)
+    run.unit("u0", "in_progress")  # opens the journal
+    seen: list[str] = []
+    real_stat = os.stat
+
+    def spy(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        seen.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    real_fstat = os.fstat
+    fstats: list[int] = []
+
+    def fspy(fd: int) -> os.stat_result:
+        fstats.append(fd)
+        return real_fstat(fd)
+
+    monkeypatch.setattr(os, "stat", spy)
+    monkeypatch.setattr(os, "fstat", fspy)
+    for i in range(5):
+        run.unit("u1", "in_progress" if i % 2 else "blocked")
+    monkeypatch.undo()
+    assert str(run.journal_path) not in seen and fstats == []
+    assert records(run.journal_path)[-1][1]["unit"] == "u1"
+
+
+@pytest.mark.parametrize("proc", [True, False])
+def test_a_journal_replaced_under_a_cached_writer_is_noticed(
+    runs: Path, monkeypatch: pytest.MonkeyPatch, proc: bool
+) -> None:
+    """Another program moves a different journal over this run's (restore from a backup): a
+    writer holding the old one open reloads, with or without /proc to ask."""
+    other = make_run(runs, "o", units=3)
+    other.unit("u2", "done")
+    other.close()
+    run = make_run(runs, units=3)
+    run.unit("u0", "in_progress")
+    if not proc:
+        monkeypatch.setattr(run._writer, "_jlink", None)
+    doc = resumable.read_doc(runs / "o.json")
+    # The other run's journal, renamed over this one; its view says the same.
+    os.replace(runs / "o.journal.jsonl", run.journal_path)
+    os.replace(runs / "o.json", run.path)
+    run.unit("u1", "blocked")
+    got = resumable.read_doc(run.path)
+    assert got["units"]["u2"]["status"] == "done" and got["units"]["u0"]["status"] == "pending"
+    assert got["units"]["u1"]["status"] == "blocked"
+    assert got["id"] == doc["id"]
