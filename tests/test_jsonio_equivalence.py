@@ -181,6 +181,42 @@ def test_loads_is_the_standard_decoding(mod: ModuleType, value: Any, ascii: bool
     assert same(mod.loads(mod.dumps(value)), value)
 
 
+@given(value=json_values, ascii=st.booleans())
+def test_big_documents_decode_as_small_ones(value: Any, ascii: bool) -> None:
+    # Padding past BIG sends the same document through orjson.
+    data = json.dumps(value, ensure_ascii=ascii).encode("utf-8")
+    big = b" " * (jsonio.BIG + 1) + data
+    assert same(jsonio.loads(big), _std_loads(data))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "123456789012345678901234567890",
+        "-123456789012345678901234567890",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "18446744073709551615",
+        "18446744073709551616",
+        '{"ns": 1732870000000000000, "big": [99999999999999999999, 9999999999999999999]}',
+        '["\\ud800", "\\udfff", "x\\ud83d", "\\ud83d\\ude00"]',
+        '{"a": 1, "b": 2, "a": 3}',
+        '{"s": "1234567890123456789012345"}',
+        "[0.12345678901234567890123, 1.5e300, -0.0, 5e-324]",
+    ],
+)
+@pytest.mark.parametrize("big", [False, True], ids=["small", "big"])
+def test_loads_is_lossless(text: str, big: bool) -> None:
+    """orjson (above BIG) turns integers beyond 64 bits into floats and rejects lone surrogates;
+    neither may show: a big document decodes exactly as a small one."""
+    data = text.encode()
+    padded = data + b" " * (jsonio.BIG + 1) if big else data
+    for mod in MODULES:
+        assert same(mod.loads(padded), _std_loads(data))
+
+
 def test_duplicate_keys_last_wins_in_first_place() -> None:
     for mod in MODULES:
         assert list(mod.loads(b'{"a": 1, "b": 2, "a": 3}').items()) == [("a", 3), ("b", 2)]
@@ -204,7 +240,7 @@ BAD_DOCUMENTS = [
 
 @pytest.mark.parametrize("mod", MODULES, ids=IDS)
 @pytest.mark.parametrize("data", BAD_DOCUMENTS)
-@pytest.mark.parametrize("big", [False], ids=["small"])
+@pytest.mark.parametrize("big", [False, True], ids=["small", "big"])
 def test_bad_documents_fail_as_in_the_standard_library(mod: ModuleType, data: bytes, big: bool) -> None:
     if big:
         data = data + b" " * (jsonio.BIG + 1)
@@ -227,6 +263,14 @@ def test_strictness(mod: ModuleType, data: bytes, big: bool) -> None:
         data = data + b" " * (jsonio.BIG + 1)
     with pytest.raises(ValueError):
         mod.loads(data)
+
+
+def test_long_digit_runs_are_checked_cheaply() -> None:
+    ns = b'{"t": 1732870000000000000, "u": 9000000000000000000}'
+    assert jsonio._orjson_exact(ns)
+    assert jsonio._orjson_exact(b'{"no": "long digit runs", "n": 123456789012345678}')
+    assert not jsonio._orjson_exact(b"[9223372036854775808]")
+    assert not jsonio._orjson_exact(b'["12345678901234567890"]')  # a string: merely slower
 
 
 # --- what the hot path imports -----------------------------------------------------------------

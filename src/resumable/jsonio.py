@@ -258,19 +258,47 @@ else:
 
 # --- big documents -----------------------------------------------------------------------------
 
+_INT64_MAX = 2**63 - 1
+# Every digit to b"0" (other bytes unchanged, and none of them is b"0"): 19 digits in a row become
+# b"0" * 19, found at the speed of a substring search.
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _orjson_exact(data: bytes) -> bool:
+    """Whether orjson decodes the numbers of ``data`` exactly as the standard scanner does: orjson
+    silently turns an integer outside [-2**63, 2**64) into a float. Such an integer has at least
+    19 digits in a row (its magnitude is at least 2**63, a 19-digit number starting 92...), so a
+    document without 19 digits in a row, nearly any, needs no closer look. A run that is not such
+    an integer (the digits of a string or of a float) at worst sends the document to the slower
+    scanner, which is exact."""
+    zeros = data.translate(_DIGITS_TO_ZERO)
+    if b"0" * 19 not in zeros:
+        return True
+    if b"0" * 20 in zeros:
+        return False
+    import re  # only here: orjson's own import costs far more
+
+    # No run is longer than 19 digits here, so each match is a whole run; one below 9 * 10**18
+    # fits in 63 bits (e.g. nanosecond timestamps), and only those starting with 9 need a look.
+    return not any(int(run) > _INT64_MAX for run in re.findall(rb"9[0-9]{18}", data))
+
+
 # --- the interface -----------------------------------------------------------------------------
 
 
 def loads(data: bytes) -> Any:
     """Decode UTF-8 JSON bytes. Raises ValueError (JSONDecodeError, UnicodeDecodeError, nesting
     too deep, NaN/Infinity) for anything that is not strict JSON."""
-    if len(data) > BIG:
+    if len(data) > BIG and _orjson_exact(data):
         import orjson
 
         try:
             return orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(str(exc)) from exc
+        except orjson.JSONDecodeError:
+            # orjson refuses a few documents the standard scanner accepts (a lone surrogate
+            # escape such as "\ud800"); the scanner below gives a big document the same answer, or
+            # the same error message, as a small one.
+            pass
     try:
         return _decode(data.decode("utf-8"))
     except RecursionError as exc:
