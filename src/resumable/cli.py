@@ -8,7 +8,6 @@ only when invoked.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 from resumable import __version__
@@ -49,6 +48,8 @@ SEED_HELP: dict[str, str] = {
 
 
 def _click_app() -> Any:
+    import importlib  # here, not at the top: importlib (and warnings) are not loaded at startup
+
     import click
 
     class App(click.Group):
