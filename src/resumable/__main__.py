@@ -1,5 +1,3 @@
-import sys
+from resumable.cli import launch
 
-from resumable.cli import main
-
-sys.exit(main())
+launch()

@@ -8,7 +8,7 @@ only when invoked.
 
 from __future__ import annotations
 
-import importlib
+import os
 import sys
 
 from resumable import __version__
@@ -16,7 +16,7 @@ from resumable.seedcli import VERBS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
 # name -> (module, attribute, one-line help)
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -49,6 +49,8 @@ SEED_HELP: dict[str, str] = {
 
 
 def _click_app() -> Any:
+    import importlib  # here, not at the top: importlib (and warnings) are not loaded at startup
+
     import click
 
     class App(click.Group):
@@ -94,9 +96,13 @@ def _click_app() -> Any:
     return app
 
 
+def _is_seed_call(args: list[str]) -> bool:
+    return bool(args) and args[0] in VERBS and "--help" not in args and "-h" not in args
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in VERBS and "--help" not in args and "-h" not in args:
+    if _is_seed_call(args):
         from resumable.seedcli import run_verb
 
         return run_verb(args[0], args[1:])
@@ -142,5 +148,38 @@ def main(argv: list[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
+def launch() -> NoReturn:
+    """The installed ``resumable`` command and ``python -m resumable``: run the process's
+    arguments, then exit with the verb's status."""
+    args = sys.argv[1:]
+    code = main(args)
+    if _is_seed_call(args):
+        _exit_at_once(code)
+    sys.exit(code)
+
+
+def _exit_at_once(code: int) -> None:
+    """End a seed verb without the interpreter's shutdown, when it has nothing left to do.
+
+    Shutdown (tearing down every module, freeing every object) takes about 2 ms, an eighth of a
+    whole `resumable unit` call, and does nothing a seed verb needs: its writes are fsynced
+    through raw descriptors before it returns, its lock goes with the process, it starts no
+    thread and registers no exit handler. Checked rather than assumed: with an exit handler
+    registered (coverage, a profiler, a .pth file) or another thread alive, this returns and the
+    normal exit runs. stdout and stderr are flushed here; if that fails (a closed pipe), the
+    normal exit runs too and reports it exactly as it always did."""
+    import atexit
+
+    threading = sys.modules.get("threading")
+    if atexit._ncallbacks() or (threading is not None and threading.active_count() > 1):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        return
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    launch()

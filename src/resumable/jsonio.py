@@ -1,25 +1,42 @@
 """JSON encoding and decoding for the store, tuned for a CLI that starts thousands of times.
 
-Two libraries, each where it wins: the standard library's ``json`` imports in about a millisecond
-and its C encoder/scanner are fast on small values (journal records, small documents); ``orjson``
-is several times faster on large documents but its import pulls in dataclasses, inspect, uuid and
-more (tens of milliseconds), so it is imported only when a document is big. Both are strict: NaN,
-Infinity, invalid UTF-8 and absurd nesting are decode errors (``ValueError``), never crashes.
+Three pieces, each where it wins:
+
+- ``_json``, the C accelerator behind the standard library's ``json``, used directly: its scanner
+  for decoding, its compact encoder, its string escaper. The ``json`` package itself compiles
+  regular expressions when imported (json.decoder, json.encoder and json.scanner all import
+  ``re``, which brings enum, functools and collections), about 6 ms: a quarter of a whole
+  ``resumable unit`` call. ``_json`` alone loads in a fraction of a millisecond and is what
+  ``json`` runs on anyway, so the results are the standard library's. Where ``_json`` is missing
+  (not CPython) the ``json`` package is used, with the same options.
+- a small indenting encoder of our own for pretty output, printing exactly what
+  ``json.dumps(v, indent=2, ensure_ascii=False)`` and ``JSON.stringify(v, null, 2)`` print (the
+  standard library's indenting encoder is pure Python too, unless the C encoder can indent, as
+  from Python 3.13, in which case that is used, as ``json`` does);
+- ``orjson``, up to several times faster on large documents (numbers, escaped strings; about
+  even on a run's units) and far faster at indenting, but whose import pulls in dataclasses,
+  inspect, uuid and more (tens of milliseconds), so it is imported only when a document is big.
+  It never changes an answer: what it would decode differently (integers beyond 64 bits, lone
+  surrogate escapes) goes to the ``_json`` scanner instead.
+
+All strict: NaN, Infinity, numbers beyond float range, invalid UTF-8 and nesting deeper than the
+interpreter's recursion limit are decode errors (``ValueError``), never crashes; a duplicate key's
+last value wins (as in ``JSON.parse``); encoding refuses NaN and Infinity (``ValueError``) and
+non-JSON types (``TypeError``).
 """
 
 from __future__ import annotations
 
-import json
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 # Above this many bytes, orjson's speed pays for its import.
 BIG = 256 * 1024
 
-_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_pretty = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False)
+# JSON's whitespace (json.decoder.WHITESPACE without the regular expression).
+_WS = " \t\n\r"
 
 
 def _no_constant(name: str) -> Any:
@@ -35,23 +52,259 @@ def _finite_float(text: str) -> float:
     return value
 
 
-# One decoder for the process: json.loads(s, **options) builds a new one per call, which costs
-# more than decoding a journal record.
-_decoder = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+def _not_serializable(value: Any) -> Any:
+    # The encoders' ``default``: json.JSONEncoder.default's refusal, word for word.
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _decode_error(message: str, text: str, pos: int) -> ValueError:
+    # Only on a bad document, so importing json (and re) here costs nothing on the hot path; the
+    # C scanner raises this same class for the errors it finds itself.
+    from json import JSONDecodeError
+
+    return JSONDecodeError(message, text, pos)
+
+
+try:
+    from _json import encode_basestring, make_encoder, make_scanner
+except ImportError:  # not CPython: the json package's pure-Python equivalents below
+    _HAVE_C = False
+else:
+    _HAVE_C = True
+
+if _HAVE_C:
+
+    class _ScanOptions:
+        """What ``_json.make_scanner`` reads from its context, the attributes a
+        ``json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)`` has (the
+        scanner copies them once, when it is made)."""
+
+        def __init__(self) -> None:
+            self.strict = True  # control characters inside strings are errors
+            self.object_hook = None
+            self.object_pairs_hook = None  # a plain dict: a duplicate key's last value wins
+            self.array_hook = None  # read by the scanner from Python 3.15
+            self.parse_float: Callable[[str], float] = _finite_float
+            self.parse_int: Callable[[str], int] = int
+            self.parse_constant: Callable[[str], Any] = _no_constant
+            self.memo: dict[str, str] = {}  # read by the pure-Python scanner only
+
+    # One scanner for the process (it keeps no state between calls). typeshed types the context
+    # as a make_scanner itself; the scanner only reads the attributes above.
+    _scan = make_scanner(_ScanOptions())  # type: ignore[arg-type]
+
+    def _decode(text: str, /) -> Any:
+        """json.JSONDecoder.decode, with the whitespace skipped without a regular expression."""
+        start = 0
+        if text and text[0] in _WS:
+            start = len(text) - len(text.lstrip(_WS))
+        try:
+            value, end = _scan(text, start)
+        except StopIteration as stop:
+            raise _decode_error("Expecting value", text, stop.value) from None
+        except SystemError:
+            # Python 3.11's scanner looks its JSONDecodeError up in sys.modules["json.decoder"]
+            # and, when json was never imported, loses the error it meant to raise ("returned NULL
+            # without setting an exception"). Only bad documents get here: import json and scan
+            # again, which raises the real error.
+            import json.decoder  # noqa: F401
+
+            value, end = _scan(text, start)
+        if end != len(text):
+            rest = text[end:].lstrip(_WS)
+            if rest:
+                raise _decode_error("Extra data", text, len(text) - len(rest))
+        return value
+
+    def _compact(value: Any, /) -> str:
+        # A new encoder per call, as json.JSONEncoder.encode makes one: its circular-reference
+        # markers must not outlive a failed call or be shared between threads.
+        encoder = make_encoder({}, _not_serializable, encode_basestring, None, ":", ",", False, False, False)
+        return "".join(encoder(value, 0))
+
+    _escape: Callable[[str], str] = encode_basestring
+
+    def _c_indents() -> bool:
+        # From Python 3.13 the C encoder indents (and json.dumps(indent=2) uses it); before, it
+        # ignores ``indent``. Asked of the encoder itself rather than of the version number.
+        try:
+            encoder = make_encoder(None, _not_serializable, encode_basestring, "  ", ": ", ",", False, False, False)
+            return "".join(encoder([[], {"": 0}], 0)) == '[\n  [],\n  {\n    "": 0\n  }\n]'
+        except (TypeError, ValueError):
+            return False
+
+    _C_PRETTY = _c_indents()
+
+else:
+    import json
+
+    _decode = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float).decode
+    _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+    _escape = json.encoder.py_encode_basestring
+    _C_PRETTY = False
+
+
+# --- pretty printing ---------------------------------------------------------------------------
+# json.encoder._make_iterencode's rules with indent=2, ensure_ascii=False, allow_nan=False, written
+# as plain recursion appending to one list (the standard library's nests a generator per level).
+
+_float_repr = float.__repr__
+_int_repr = int.__repr__
+
+
+def _float_text(value: float) -> str:
+    text = _float_repr(value)
+    if text in ("nan", "inf", "-inf"):
+        raise ValueError("Out of range float values are not JSON compliant: " + repr(value))
+    return text
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        return _float_text(key)
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int):
+        return _int_repr(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
+
+
+def _scalar_text(value: Any) -> str | None:
+    """The text of a JSON scalar, None for anything else. Checked in json.encoder's order (bool
+    before int: True is an int)."""
+    if isinstance(value, str):
+        return _escape(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return _int_repr(value)
+    if isinstance(value, float):
+        return _float_text(value)
+    return None
+
+
+def _pretty_into(out: list[str], value: Any, newline: str, markers: dict[int, Any]) -> None:
+    """Append the container ``value`` (or anything not a scalar) to ``out``; ``newline`` is a
+    newline plus the current indentation. Scalars inside are written inline, the common case."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        mark = id(value)
+        if mark in markers:
+            raise ValueError("Circular reference detected")
+        markers[mark] = value
+        inner = newline + "  "
+        separator = "[" + inner
+        for item in value:
+            text = _escape(item) if type(item) is str else _scalar_text(item)
+            if text is not None:
+                out.append(separator + text)
+            else:
+                out.append(separator)
+                _pretty_into(out, item, inner, markers)
+            separator = "," + inner
+        out.append(newline + "]")
+        del markers[mark]
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        mark = id(value)
+        if mark in markers:
+            raise ValueError("Circular reference detected")
+        markers[mark] = value
+        inner = newline + "  "
+        separator = "{" + inner
+        for key, item in value.items():
+            head = separator + _escape(key if type(key) is str else _key_text(key)) + ": "
+            text = _escape(item) if type(item) is str else _scalar_text(item)
+            if text is not None:
+                out.append(head + text)
+            else:
+                out.append(head)
+                _pretty_into(out, item, inner, markers)
+            separator = "," + inner
+        out.append(newline + "}")
+        del markers[mark]
+    else:
+        _not_serializable(value)
+
+
+def _pretty_python(value: Any) -> str:
+    text = _scalar_text(value)
+    if text is not None:
+        return text
+    out: list[str] = []
+    _pretty_into(out, value, "\n", {})
+    return "".join(out)
+
+
+if _C_PRETTY:
+
+    def _pretty(value: Any, /) -> str:
+        encoder = make_encoder({}, _not_serializable, encode_basestring, "  ", ": ", ",", False, False, False)
+        return "".join(encoder(value, 0))
+
+else:
+    _pretty = _pretty_python
+
+
+# --- big documents -----------------------------------------------------------------------------
+
+_INT64_MAX = 2**63 - 1
+# Every digit to b"0" (other bytes unchanged, and none of them is b"0"): 19 digits in a row become
+# b"0" * 19, found at the speed of a substring search.
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _orjson_exact(data: bytes) -> bool:
+    """Whether orjson decodes the numbers of ``data`` exactly as the standard scanner does: orjson
+    silently turns an integer outside [-2**63, 2**64) into a float. Such an integer has at least
+    19 digits in a row (its magnitude is at least 2**63, a 19-digit number starting 92...), so a
+    document without 19 digits in a row, nearly any, needs no closer look. A run that is not such
+    an integer (the digits of a string or of a float) at worst sends the document to the slower
+    scanner, which is exact."""
+    zeros = data.translate(_DIGITS_TO_ZERO)
+    if b"0" * 19 not in zeros:
+        return True
+    if b"0" * 20 in zeros:
+        return False
+    import re  # only here: orjson's own import costs far more
+
+    # No run is longer than 19 digits here, so each match is a whole run; one below 9 * 10**18
+    # fits in 63 bits (e.g. nanosecond timestamps), and only those starting with 9 need a look.
+    return not any(int(run) > _INT64_MAX for run in re.findall(rb"9[0-9]{18}", data))
+
+
+# --- the interface -----------------------------------------------------------------------------
 
 
 def loads(data: bytes) -> Any:
     """Decode UTF-8 JSON bytes. Raises ValueError (JSONDecodeError, UnicodeDecodeError, nesting
     too deep, NaN/Infinity) for anything that is not strict JSON."""
-    if len(data) > BIG:
+    if len(data) > BIG and _orjson_exact(data):
         import orjson
 
         try:
             return orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(str(exc)) from exc
+        except orjson.JSONDecodeError:
+            # orjson refuses a few documents the standard scanner accepts (a lone surrogate
+            # escape such as "\ud800"); the scanner below gives a big document the same answer, or
+            # the same error message, as a small one.
+            pass
     try:
-        return _decoder.decode(data.decode("utf-8"))
+        return _decode(data.decode("utf-8"))
     except RecursionError as exc:
         raise ValueError("JSON nested too deeply") from exc
 
@@ -59,22 +312,22 @@ def loads(data: bytes) -> Any:
 def dumps(value: Any) -> bytes:
     """Compact JSON (no spaces, raw UTF-8), as JSON.stringify prints it."""
     try:
-        return _compact.encode(value).encode("utf-8")
+        return _compact(value).encode("utf-8")
     except RecursionError as exc:
         raise ValueError("value nested too deeply to encode") from exc
 
 
 def dumps_pretty(value: Any, *, big: bool = False) -> bytes:
     """Two-space indented JSON without a trailing newline, as ``JSON.stringify(v, null, 2)``.
-    ``big`` selects orjson (the standard library's indenting encoder is pure Python)."""
+    ``big`` selects orjson (the indenting encoder above is pure Python before Python 3.13)."""
     if big:
         import orjson
 
         try:
             return orjson.dumps(value, option=orjson.OPT_INDENT_2)
         except TypeError:
-            pass  # integers beyond 64 bits: fall back to the standard library
+            pass  # integers beyond 64 bits, non-string keys: the encoder above takes them
     try:
-        return _pretty.encode(value).encode("utf-8")
+        return _pretty(value).encode("utf-8")
     except RecursionError as exc:
         raise ValueError("value nested too deeply to encode") from exc
