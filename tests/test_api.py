@@ -64,3 +64,26 @@ def test_run_job_bad_input_raises_the_commands_errors(tmp_path: Path, monkeypatc
         resumable.run_job(job="x", steps=["a:true"], timeout="soon")
     with pytest.raises(resumable.ResumableError):
         resumable.run_job(job="x", steps=["a:true"], jobs=-1)
+
+
+def test_values_nested_too_deep_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """Every Python version reads what any other wrote: a value nesting deeper than the limit is
+    refused at the API (3.13's JSON scanner would read 5,000 levels that 3.11's cannot)."""
+    from resumable.model import MAX_NESTING
+
+    run = resumable.open_run("r", runs_dir=tmp_path)
+    run.init("t", units=["a"])
+    before = run.journal_path.read_bytes()
+    deep: object = 1
+    for _ in range(MAX_NESTING):
+        deep = [deep]
+    with pytest.raises(resumable.InvalidInputError, match=f"deeper than {MAX_NESTING} levels"):
+        run.item({"msg": "x", "nested": deep})
+    with pytest.raises(resumable.InvalidInputError, match="deeper"):
+        run.unit("a", "in_progress", fields={"f": deep})
+    assert run.journal_path.read_bytes() == before
+    ok = 1
+    for _ in range(MAX_NESTING - 3):
+        ok = [ok]  # type: ignore[assignment]
+    ids = run.item({"msg": "x", "nested": ok})  # the event, the item and its key fit the limit
+    assert resumable.read_doc(run.path)["openItems"][0]["id"] == ids[0]

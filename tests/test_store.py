@@ -816,3 +816,32 @@ def test_a_journal_replaced_under_a_cached_writer_is_noticed(
     assert got["units"]["u2"]["status"] == "done" and got["units"]["u0"]["status"] == "pending"
     assert got["units"]["u1"]["status"] == "blocked"
     assert got["id"] == doc["id"]
+
+
+def test_a_nearly_full_disk_takes_the_record_without_its_padding(runs: Path) -> None:
+    from resumable import fsio
+
+    run = make_run(runs)
+    note = "n" * 3000
+    size = run.journal_path.stat().st_size
+    while len(journal_records(run.journal_path)) + 3100 <= size:
+        run.unit("u0", "in_progress", note=note)
+    calls: list[int] = []
+
+    def full(op: str, path: str) -> None:
+        if op == "write" and path.endswith(".journal.jsonl"):
+            calls.append(1)
+            if len(calls) == 1:  # the write carrying new padding: no room for it
+                raise OSError(28, os.strerror(28), path)
+
+    previous = fsio.set_fault_hook(full)
+    try:
+        run.unit("u1", "done", note=note)
+    finally:
+        fsio.set_fault_hook(previous)
+    assert len(calls) == 2  # the padded write, then the record alone
+    assert run.journal_path.stat().st_size == len(journal_records(run.journal_path))
+    assert resumable.read_doc(run.path)["units"]["u1"]["status"] == "done"
+    run.unit("u2", "done")  # room again: the padding comes back
+    assert run.journal_path.stat().st_size > len(journal_records(run.journal_path))
+    assert [s for s, _ in records(run.journal_path)][-1] == len(records(run.journal_path))

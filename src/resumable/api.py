@@ -20,6 +20,7 @@ from resumable import store
 from resumable.errors import InvalidInputError, NoRunError
 from resumable.model import (
     VALIDATION_ALIASES,
+    check_nesting,
     check_phase_state,
     check_run_id,
     check_unit_id,
@@ -160,6 +161,7 @@ class Run:
 
     # -- writes --
     def _commit(self, event: dict[str, Any], *, init: bool = False, lazy_view: bool = False) -> Any:
+        check_nesting(event)
         event["at"] = stamp()
         return self._writer.commit(lambda _doc: event, init=init, lazy_view=lazy_view)
 

@@ -185,6 +185,29 @@ _SHAPES: Final = (
 )
 
 
+# How deep a value written through the API may nest. Deeper values are refused at the door:
+# Python 3.11's JSON scanner stops near 1,000 levels while 3.13's reads thousands, so a run
+# written on one version could otherwise be unreadable on the other, and the code that hashes
+# items recurses.
+MAX_NESTING = 200
+
+
+def check_nesting(value: object) -> None:
+    """InvalidInputError if ``value`` nests deeper than MAX_NESTING (iteratively: a recursive
+    walk would fail on exactly the values it is meant to refuse)."""
+    stack: list[tuple[dict[Any, Any] | list[Any], int]] = []
+    if isinstance(value, (dict, list)):
+        stack.append((value, 1))
+    while stack:
+        current, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise InvalidInputError(
+                f"JSON value nested deeper than {MAX_NESTING} levels — flatten it")
+        for child in current.values() if isinstance(current, dict) else current:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+
+
 def shape_problem(doc: Mapping[str, Any]) -> str | None:
     """Why a document cannot be written to, or None. Reads are null-safe and show anything; a
     write refuses a document whose containers have the wrong type rather than "repairing" it,

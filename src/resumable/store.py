@@ -9,6 +9,7 @@ one front door.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import zlib
@@ -411,11 +412,20 @@ class Writer:
                 state.torn = 0
                 self._jsize = state.offset
             end = state.offset + records
-            if end > self._jsize:
-                data += bytes(_padding(end))
+            padded = data + bytes(_padding(end)) if end > self._jsize else data
             os.lseek(fd, state.offset, os.SEEK_SET)
-            fsio.write_all(fd, data, self.files.journal)
-            self._jsize = max(self._jsize, state.offset + len(data))
+            try:
+                fsio.write_all(fd, padded, self.files.journal)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC or padded is data:
+                    raise
+                # The padding does not fit on a nearly full disk; the record alone may.
+                fsio.truncate(fd, state.offset, self.files.journal)
+                self._jsize = state.offset
+                os.lseek(fd, state.offset, os.SEEK_SET)
+                fsio.write_all(fd, data, self.files.journal)
+                padded = data
+            self._jsize = max(self._jsize, state.offset + len(padded))
             fsio.fsync(fd, self.files.journal)
         except OSError as exc:
             rolled_back = self._rollback(state)
