@@ -49,6 +49,15 @@ def test_a_transition_imports_nothing_heavy(tmp_path: Path) -> None:
     assert "resumable.store" in extra  # the measurement does see the verb's imports
 
 
+def test_get_of_a_small_run_does_not_load_orjson(tmp_path: Path) -> None:
+    """orjson's import costs more than printing a small document with the standard encoder."""
+    runs = tmp_path / "runs"
+    ok(cli("init", "r", "--task", "t", "--units", "a,b", runs=runs))
+    for args in (("get", "r"), ("get", "r", "--summary")):
+        extra = _imported(*args, runs=runs)
+        assert "orjson" not in extra and "resumable.seedcli" in extra
+
+
 def test_help_version_and_python_dash_m(tmp_path: Path) -> None:
     assert ok(cli("--version")) == "resumable, version 0.1.0\n"
     assert "Usage: resumable" in ok(cli("--help"))

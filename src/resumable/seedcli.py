@@ -98,8 +98,21 @@ def _json_arg(args: Args, name: str, verb: str) -> Any:
         raise InvalidInputError(f"{verb} {name} is not valid JSON: {exc}".lstrip()) from exc
 
 
+# orjson's import (about 30 ms) pays for itself when printing a document of several thousand
+# entries; below that the standard encoder is done before orjson would be loaded.
+BIG_PRINT = 5000
+
+
+def _entries(value: Any) -> int:
+    if not isinstance(value, dict):
+        return 0
+    return sum(len(value[k]) for k in ("units", "openItems", "resolvedItems")
+               if isinstance(value.get(k), (dict, list)))
+
+
 def _out(value: Any, *, pretty: bool = False) -> None:
-    data = jsonio.dumps_pretty(value, big=True) if pretty else jsonio.dumps(value)
+    big = pretty and _entries(value) > BIG_PRINT
+    data = jsonio.dumps_pretty(value, big=big) if pretty else jsonio.dumps(value)
     sys.stdout.buffer.write(data + b"\n")
     sys.stdout.flush()
 
