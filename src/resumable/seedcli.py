@@ -93,9 +93,16 @@ def _json_arg(args: Args, name: str, verb: str) -> Any:
     if raw is None:
         return None
     try:
-        return jsonio.loads(raw.encode("utf-8", "surrogateescape"))
+        value = jsonio.loads(raw.encode("utf-8", "surrogateescape"))
     except ValueError as exc:
         raise InvalidInputError(f"{verb} {name} is not valid JSON: {exc}".lstrip()) from exc
+    from resumable.model import check_nesting
+
+    # The same answer on every Python version: 3.11's scanner refuses deep nesting, 3.13's reads
+    # it, and some verbs (resolve) only pick ids out of the value, which never reaches the API's
+    # own check.
+    check_nesting(value)
+    return value
 
 
 # orjson's import (about 30 ms) pays for itself when printing a document of several thousand
