@@ -66,24 +66,18 @@ def _frame_line(line: bytes) -> tuple[int, bytes] | None:
     return seq, payload
 
 
-def decode_payload(payload: bytes) -> dict[str, Any] | None:
-    """The event a record's JSON payload holds, or None if it is not one."""
-    try:
-        event = jsonio.loads(payload)
-    except ValueError:
-        return None
-    if not isinstance(event, dict) or not isinstance(event.get("t"), str):
-        return None
-    return event
-
-
 def decode_line(line: bytes) -> tuple[int, dict[str, Any]] | None:
     """(seq, event) or None if the line is not a valid record."""
     framed = _frame_line(line)
     if framed is None:
         return None
-    event = decode_payload(framed[1])
-    return None if event is None else (framed[0], event)
+    try:
+        event = jsonio.loads(framed[1])
+    except ValueError:
+        return None
+    if not isinstance(event, dict) or not isinstance(event.get("t"), str):
+        return None
+    return framed[0], event
 
 
 def scan(data: bytes, *, base: int, path: str, after_seq: int) -> Scan:

@@ -160,19 +160,13 @@ def _float_text(value: float) -> str:
 
 
 def _key_text(key: Any) -> str:
+    """A key as json.dumps prints it: a string as itself, another scalar as its own text."""
     if isinstance(key, str):
         return key
-    if isinstance(key, float):
-        return _float_text(key)
-    if key is True:
-        return "true"
-    if key is False:
-        return "false"
-    if key is None:
-        return "null"
-    if isinstance(key, int):
-        return _int_repr(key)
-    raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
+    text = _scalar_text(key)
+    if text is None:
+        raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
+    return text
 
 
 def _scalar_text(value: Any) -> str | None:
