@@ -26,6 +26,7 @@ from resumable.errors import CorruptRunError, InvalidInputError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -103,6 +104,21 @@ def scan(data: bytes, *, base: int, path: str, after_seq: int) -> Scan:
         expect += 1
         pos = nl + 1
     return Scan(records, base + pos, _junk_after(data, pos, n, base, path))
+
+
+def read_to_padding(read: Callable[[int, int], bytes], start: int, size: int) -> bytes:
+    """A journal's bytes from ``start`` through the block where its padding begins, or to
+    ``size`` (the file's size); ``read(offset, length)`` reads the file. Reading the whole padding
+    on every catch-up or poll would cost more than the records."""
+    data = b""
+    want = 4096
+    while start + len(data) < size:
+        chunk = read(start + len(data), min(want, size - start - len(data)))
+        data += chunk
+        if not chunk or b"\0" in chunk:
+            break
+        want = min(want * 2, 1 << 20)
+    return data
 
 
 def without_padding(data: bytes) -> bytes:

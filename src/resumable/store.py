@@ -205,7 +205,7 @@ class Writer:
             self._jsize = size
         if size > state.offset:
             start = state.offset
-            data = self._read_new(start, size)
+            data = journal.read_to_padding(self._pread, start, size)
             try:
                 scan = journal.scan(data, base=start, path=self.files.journal, after_seq=state.seq)
                 state.doc = _replay(scan.records, state.doc, self.files.journal, lenient=False)
@@ -250,19 +250,6 @@ class Writer:
                 pass
         st = os.stat(self.files.journal, follow_symlinks=False)
         return st.st_ino, st.st_size
-
-    def _read_new(self, start: int, size: int) -> bytes:
-        """The journal's bytes from ``start`` to its padding (plus the rest of the block the
-        padding starts in) or to ``size``: reading the whole padding on every catch-up would
-        cost more than the records."""
-        data = b""
-        want = 4096
-        while True:
-            chunk = self._pread(start + len(data), min(want, size - start - len(data)))
-            data += chunk
-            if not chunk or b"\0" in chunk or start + len(data) >= size:
-                return data
-            want *= 2
 
     def _pread(self, offset: int, length: int) -> bytes:
         """Journal bytes, through the open journal descriptor when there is one (the caller has

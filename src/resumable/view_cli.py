@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import click
 
-from resumable import discovery, recipe, view
+from resumable import discovery, journal, recipe, view
 from resumable.errors import CorruptRunError, ResumableError, UsageError
 from resumable.view import Line
 
@@ -140,17 +140,10 @@ class _JournalEnd:
             st = os.fstat(fd)
             if st.st_ino != self.ino or st.st_size < self.end:
                 self.ino, self.end = st.st_ino, 0  # replaced or cut back: find the end afresh
-            want = 4096
-            while self.end < st.st_size:
-                chunk = os.pread(fd, want, self.end)
-                if not chunk:
-                    break
-                zero = chunk.find(b"\0")
-                if zero >= 0:
-                    self.end += zero
-                    break
-                self.end += len(chunk)
-                want = min(want * 2, 1 << 20)
+            data = journal.read_to_padding(lambda offset, n: os.pread(fd, n, offset), self.end,
+                                           st.st_size)
+            zero = data.find(b"\0")
+            self.end += zero if zero >= 0 else len(data)
             return self.end
         except OSError:
             return -1
