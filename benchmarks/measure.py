@@ -18,7 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from resumable import api, fsio, journal, jsonio, store
+from resumable import api, fsio
+from resumable.core import jsonio
+from resumable.store.files import journal
+from resumable.store.files import writer as store
 
 
 def pct(samples: list[float], p: float) -> float:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from resumable import journal
+from resumable.store.files import journal
 
 BIN = Path(sys.executable).parent
 RESUMABLE = shutil.which("resumable", path=str(BIN)) or str(BIN / "resumable")

@@ -69,7 +69,7 @@ def test_run_job_bad_input_raises_the_commands_errors(tmp_path: Path, monkeypatc
 def test_values_nested_too_deep_are_refused_before_anything_is_written(tmp_path: Path) -> None:
     """Every Python version reads what any other wrote: a value nesting deeper than the limit is
     refused at the API (3.13's JSON scanner would read 5,000 levels that 3.11's cannot)."""
-    from resumable.model import MAX_NESTING
+    from resumable.core.model import MAX_NESTING
 
     run = resumable.open_run("r", runs_dir=tmp_path)
     run.init("t", units=["a"])

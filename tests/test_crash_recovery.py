@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 import resumable
 from corehelpers import assert_error, cli, journal_records, records, snapshot_file, tree
-from resumable import fsio, store
+from resumable import fsio
 from resumable.errors import CorruptRunError
+from resumable.store.files import writer as store
 
 TRIALS = int(os.environ.get("RESUMABLE_CRASH_TRIALS", "240"))
 WRITES_PER_CHILD = 40  # more than fit in the longest random delay: most children die mid-way
@@ -279,7 +280,7 @@ def test_corruption_behind_an_exact_snapshot_is_found_by_a_rebuild(tmp_path: Pat
 def test_a_record_that_does_not_apply_is_corruption(tmp_path: Path) -> None:
     """A well-framed record that breaks the contract on replay (e.g. a demotion written by a
     buggy tool) is refused as corruption, not applied."""
-    from resumable import journal
+    from resumable.store.files import journal
 
     runs = tmp_path / "runs"
     run = resumable.open_run("r", runs_dir=runs)
@@ -316,7 +317,7 @@ def test_well_framed_but_malformed_records_are_corruption_not_crashes(
 ) -> None:
     """Records with a valid checksum written by some other tool may hold anything: replaying
     them either works or is a one-line CorruptRunError, never a TypeError."""
-    from resumable import journal
+    from resumable.store.files import journal
 
     d = tmp_path_factory.mktemp("framed")
     init = {"t": "init", "at": "2026-11-29T08:00:00Z", "id": "r", "task": "t", "units": ["a"]}

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resumable import journal
 from resumable.errors import CorruptRunError
+from resumable.store.files import journal
 
 PATH = "/runs/r.journal.jsonl"
 

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resumable.errors import InvalidInputError
-from resumable.model import (
+from resumable.core.model import (
     check_phase_state,
     check_run_id,
     check_unit_id,
@@ -22,6 +21,7 @@ from resumable.model import (
     summary,
     upgrade,
 )
+from resumable.errors import InvalidInputError
 
 RUN_ID_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resumable import plan, recipe
+from resumable.core import plan, recipe
 from status_fixtures import base_doc, unit
 
 FILE = Path("/runs/run-a.json")

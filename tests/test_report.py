@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from resumable import report
-from resumable.report import build_html, report_command, timeline
+from resumable.view import report
+from resumable.view.report import build_html, report_command, timeline
 from status_fixtures import (
     T0,
     attempt_count,

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from resumable import view_cli
-from resumable.view_cli import Printer, status_command
+from resumable.view import watch as view_cli
+from resumable.view.watch import Printer, status_command
 from status_fixtures import base_doc, big_doc, rich_doc, tree_state, ts, unit, write_doc
 
 
@@ -123,7 +123,7 @@ def test_json_is_the_document(runs: Path) -> None:
 
 def test_json_includes_the_journal_tail(tmp_path: Path) -> None:
     from resumable.api import open_run
-    from resumable.journal import encode, without_padding
+    from resumable.store.files.journal import encode, without_padding
 
     runs = tmp_path / "runs"
     run = open_run("live", runs_dir=runs)
@@ -428,8 +428,8 @@ def test_watch_combined_with_json_is_a_usage_error(runs: Path) -> None:
 def test_watch_sees_a_commit_that_moves_neither_size_nor_mtime(tmp_path: Path) -> None:
     """A record written over the journal's padding leaves the file's size alone, and two commits
     can share one mtime tick: the watch's change signature follows where the records end."""
-    from resumable import store
     from resumable.api import open_run
+    from resumable.store.files import writer as store
 
     runs = tmp_path / "runs"
     run = open_run("w", runs_dir=runs)

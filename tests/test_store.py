@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 import resumable
 from corehelpers import journal_records, records, snapshot_file, tree
-from resumable import journal, store
 from resumable.errors import NoRunError, RefusedError
+from resumable.store.files import journal
+from resumable.store.files import writer as store
 
 Doc = dict[str, Any]
 
@@ -625,7 +626,7 @@ ops = st.lists(
 def test_two_writers_torn_tails_and_lost_views_match_a_pure_model(
     tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[Any, ...]], exact: int
 ) -> None:
-    from resumable.events import apply
+    from resumable.core.events import apply
 
     runs = tmp_path_factory.mktemp("model")
     old_exact = store.EXACT_SNAPSHOT_BYTES
@@ -645,7 +646,7 @@ def test_two_writers_torn_tails_and_lost_views_match_a_pure_model(
                     event = {"t": "item", "at": "x", "items": {"n": step[2]}}
                     call = lambda w=w, s=step: w.item({"n": s[2]})  # noqa: E731
                 else:
-                    from resumable.events import item_id
+                    from resumable.core.events import item_id
 
                     ids = [item_id({"n": step[2]})]
                     event = {"t": "resolve", "at": "x", "ids": ids}

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import os
 
-from resumable import store
-from resumable.errors import InvalidInputError, NoRunError
-from resumable.model import (
+from resumable.core.model import (
     VALIDATION_ALIASES,
     check_nesting,
     check_phase_state,
@@ -29,8 +27,10 @@ from resumable.model import (
     stamp,
     summary,
 )
-from resumable.plan import resume_set
-from resumable.store import read_doc
+from resumable.core.plan import resume_set
+from resumable.errors import InvalidInputError, NoRunError
+from resumable.store.files import writer as store
+from resumable.store.files.writer import read_doc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -142,20 +142,20 @@ class Run:
         """The default view of ``resumable status`` for this run, as plain text."""
         import time
 
-        from resumable.view import plain, render_status
+        from resumable.view.status import plain, render_status
 
         lines = render_status(self.refresh(), file=self.files.snapshot, now=time.time(), width=width)
         return "\n".join(plain(line) for line in lines)
 
     def resume_recipe(self) -> dict[str, Any]:
         """How to resume this run: ``resumable status --resume --json``'s descriptor."""
-        from resumable.recipe import classify
+        from resumable.core.recipe import classify
 
         return classify(self.refresh(), self.path, here=os.getcwd())
 
     def report_html(self) -> str:
         """``resumable report``'s self-contained HTML page for this run."""
-        from resumable.report import build_html
+        from resumable.view.report import build_html
 
         return build_html(self.refresh(), file=self.files.snapshot)
 

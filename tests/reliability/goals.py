@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resumable import api, fsio, journal, snapshot, store
+from resumable import api, fsio
 from resumable.errors import CorruptRunError, ResumableError
+from resumable.store.files import journal, snapshot
+from resumable.store.files import writer as store
 
 from . import harness as h
 
@@ -512,7 +514,7 @@ def r6_with_control(base: Path, writers: int = 16, each: int = 1000, control_eac
 
 
 def _in_process(argv: list[str]) -> tuple[int, str, str]:
-    from resumable.cli import main
+    from resumable.cli.main import main
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")

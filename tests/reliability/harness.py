@@ -20,8 +20,9 @@ from typing import Any
 
 import orjson
 
-from resumable import api, fsio, store
+from resumable import api, fsio
 from resumable.errors import NoRunError
+from resumable.store.files import writer as store
 
 TIME_KEYS = frozenset({"at", "createdAt", "updatedAt", "startedAt", "finishedAt", "resolvedAt"})
 

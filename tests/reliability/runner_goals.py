@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from resumable.runner.ownership import is_live, lock_path
+from resumable.store.files.lease import is_live, lock_path
 
 from .goals import Result
 

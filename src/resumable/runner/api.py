@@ -60,8 +60,8 @@ def run_job(
 ) -> int:
     """Run a job as `resumable run` does and return its exit code (0 done, 1 a step failed,
     2 refused, 130 interrupted). Bad input raises the same errors the command reports."""
+    from resumable.cli.run import main
     from resumable.errors import UsageError
-    from resumable.runner.cli import main
 
     if jobs < 0:
         raise UsageError("jobs must be >= 0 (0 = one per CPU)")

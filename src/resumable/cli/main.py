@@ -12,7 +12,7 @@ import os
 import sys
 
 from resumable import __version__
-from resumable.seedcli import VERBS
+from resumable.cli.seed import VERBS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 # name -> (module, attribute, one-line help)
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("resumable.runner.cli", "run_command", "Run a job as a resumable DAG of steps."),
-    "status": ("resumable.view_cli", "status_command", "Show where runs stand (read-only)."),
-    "report": ("resumable.report", "report_command", "Write a self-contained HTML timeline."),
+    "run": ("resumable.cli.run", "run_command", "Run a job as a resumable DAG of steps."),
+    "status": ("resumable.view.watch", "status_command", "Show where runs stand (read-only)."),
+    "report": ("resumable.view.report", "report_command", "Write a self-contained HTML timeline."),
 }
 
 SEED_HELP: dict[str, str] = {
@@ -68,7 +68,7 @@ def _click_app() -> Any:
 
     def _seed_command(name: str) -> click.Command:
         def callback() -> None:
-            from resumable.seedcli import run_verb
+            from resumable.cli.seed import run_verb
 
             ctx = click.get_current_context()
             raise SystemExit(run_verb(name, list(ctx.args)))
@@ -103,7 +103,7 @@ def _is_seed_call(args: list[str]) -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if _is_seed_call(args):
-        from resumable.seedcli import run_verb
+        from resumable.cli.seed import run_verb
 
         return run_verb(args[0], args[1:])
     if args and not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS):
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except Exception as exc:
-        from resumable.seedcli import internal_error
+        from resumable.cli.seed import internal_error
 
         return internal_error(exc)
     return result if isinstance(result, int) else 0

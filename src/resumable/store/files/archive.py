@@ -11,9 +11,9 @@ import time
 
 from resumable import fsio
 from resumable.errors import NoRunError, StoreError
-from resumable.loader import load
-from resumable.runs import RunFiles, files_for, translate
-from resumable.store import Writer
+from resumable.store.files.layout import RunFiles, files_for, translate
+from resumable.store.files.loader import load
+from resumable.store.files.writer import Writer
 
 
 def delete_run(files: RunFiles) -> list[str]:

@@ -17,9 +17,12 @@ from typing import IO, Any
 
 import click
 
-from resumable import discovery, journal, recipe, view
+from resumable.core import recipe
 from resumable.errors import CorruptRunError, ResumableError, UsageError
-from resumable.view import Line
+from resumable.store.files import journal
+from resumable.view import discovery
+from resumable.view import status as view
+from resumable.view.status import Line
 
 WATCH_INTERVAL = 0.5  # seconds between two stats of the run's files while watching
 TICK = 1.0  # re-render this often even without a change, so elapsed times move

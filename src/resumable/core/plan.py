@@ -7,7 +7,7 @@ seed silently got wrong: deps naming unknown units and dependency cycles are rep
 
 from __future__ import annotations
 
-from resumable.model import unit_deps, unit_status, units_of
+from resumable.core.model import unit_deps, unit_status, units_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from resumable import recipe
+from resumable.core import recipe
 
 Seg = tuple[str, str]
 Line = list[Seg]

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import math
 
-from resumable import jsonio
-from resumable.errors import InvalidInputError, RefusedError
-from resumable.model import (
+from resumable.core import jsonio
+from resumable.core.model import (
     LIVE_RUN_STATES,
     PHASE_FINISH_STATES,
     RESERVED_UNIT_KEYS,
@@ -39,6 +38,7 @@ from resumable.model import (
     units_of,
     upgrade,
 )
+from resumable.errors import InvalidInputError, RefusedError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

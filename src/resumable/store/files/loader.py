@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import zlib
 
-from resumable import fsio, journal, snapshot
+from resumable import fsio
+from resumable.core.events import apply
 from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError
-from resumable.events import apply
-from resumable.runs import RunFiles, files_for, translate
+from resumable.store.files import journal, snapshot
+from resumable.store.files.layout import RunFiles, files_for, translate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

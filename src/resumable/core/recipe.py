@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from resumable import plan
-from resumable.model import json_type_name
+from resumable.core import plan
+from resumable.core.model import json_type_name
 
 _BARE: Final = re.compile(r"^[A-Za-z0-9._/@:=+-]+$")
 # pipeline.mjs's SAFE_ID (seed-contracts §1.7): an id it rejects must not be printed as a command.

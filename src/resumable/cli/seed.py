@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import sys
 
-from resumable import jsonio
+from resumable.core import jsonio
+from resumable.core.model import PHASE_STATES, UNIT_STATES, split_csv
 from resumable.errors import InvalidInputError, ResumableError, UsageError
-from resumable.model import PHASE_STATES, UNIT_STATES, split_csv
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _json_arg(args: Args, name: str, verb: str) -> Any:
         value = jsonio.loads(raw.encode("utf-8", "surrogateescape"))
     except ValueError as exc:
         raise InvalidInputError(f"{verb} {name} is not valid JSON: {exc}".lstrip()) from exc
-    from resumable.model import check_nesting
+    from resumable.core.model import check_nesting
 
     # The same answer on every Python version: 3.11's scanner refuses deep nesting, 3.13's reads
     # it, and some verbs (resolve) only pick ids out of the value, which never reaches the API's
@@ -174,7 +174,7 @@ def _phase(args: Args) -> None:
 
 
 def _read(args: Args) -> dict[str, Any]:
-    from resumable.store import load, missing_run
+    from resumable.store.files.writer import load, missing_run
 
     run = _open(args)
     doc = load(run.files).doc
@@ -186,7 +186,7 @@ def _read(args: Args) -> dict[str, Any]:
 def _get(args: Args) -> None:
     doc = _read(args)
     if args.flag("--summary"):
-        from resumable.model import summary
+        from resumable.core.model import summary
 
         _out(summary(doc), pretty=True)
     else:
@@ -194,7 +194,7 @@ def _get(args: Args) -> None:
 
 
 def _resume(args: Args) -> None:
-    from resumable.plan import resume_set
+    from resumable.core.plan import resume_set
 
     _out(resume_set(_read(args)))
 

@@ -19,8 +19,8 @@ import errno
 import os
 
 from resumable import fsio
+from resumable.core.model import check_run_id
 from resumable.errors import DiskFullError, InvalidInputError, NoRunError, StoreError
-from resumable.model import check_run_id
 
 RUNS_SUBDIR = os.path.join(".resumable", "runs")
 

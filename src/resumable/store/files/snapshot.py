@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import zlib
 
-from resumable import jsonio
+from resumable.core import jsonio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

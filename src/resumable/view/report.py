@@ -21,9 +21,10 @@ from typing import Any, Final
 
 import click
 
-from resumable import discovery, view
 from resumable.errors import CorruptRunError, NoRunError, StoreError
-from resumable.view_cli import ReaderCommand
+from resumable.view import discovery
+from resumable.view import status as view
+from resumable.view.watch import ReaderCommand
 
 VIRTUALISE_ABOVE: Final = 800  # rows; below this every row is in the DOM (hover works anywhere)
 OUTCOMES: Final = ("done", "failed", "timeout", "interrupted", "running", "blocked", "other")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import zlib
 
-from resumable import jsonio
+from resumable.core import jsonio
 from resumable.errors import CorruptRunError, InvalidInputError
 
 TYPE_CHECKING = False

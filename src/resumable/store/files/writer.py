@@ -14,15 +14,27 @@ import fcntl
 import os
 import zlib
 
-from resumable import fsio, journal, jsonio, snapshot
+from resumable import fsio
+from resumable.core import jsonio
+from resumable.core.events import apply
+from resumable.core.model import LIVE_RUN_STATES, shape_problem, stamp
 from resumable.errors import (
     CorruptRunError,
     InvalidInputError,
     RefusedError,
     StoreError,
 )
-from resumable.events import apply
-from resumable.loader import (
+from resumable.store.files import journal, snapshot
+from resumable.store.files.layout import (
+    RUNS_SUBDIR,
+    RunFiles,
+    files_for,
+    missing_run,
+    resolve_run,
+    runs_dir,
+    translate,
+)
+from resumable.store.files.loader import (
     Loaded,
     _pread_all,
     _read_journal,
@@ -31,16 +43,6 @@ from resumable.loader import (
     _stat_key,
     load,
     read_doc,
-)
-from resumable.model import LIVE_RUN_STATES, shape_problem, stamp
-from resumable.runs import (
-    RUNS_SUBDIR,
-    RunFiles,
-    files_for,
-    missing_run,
-    resolve_run,
-    runs_dir,
-    translate,
 )
 
 TYPE_CHECKING = False
@@ -562,7 +564,7 @@ class Writer:
         doc, output = apply(None, event)  # refusals before anything is written
         record = journal.encode(1, event)
         files = self.files
-        from resumable.archive import _archive_base
+        from resumable.store.files.archive import _archive_base
 
         archive, base = _archive_base(files)
         if self._jfd is not None:
@@ -648,18 +650,18 @@ def _estimated_snapshot_bytes(doc: dict[str, Any] | None) -> int:
 
 
 def archive_run(files: RunFiles) -> str:
-    from resumable.archive import archive_run as _archive_run
+    from resumable.store.files.archive import archive_run as _archive_run
 
     return _archive_run(files)
 
 
 def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[int, str]:
-    from resumable.archive import gc as _gc
+    from resumable.store.files.archive import gc as _gc
 
     return _gc(directory, keep_days, now=now)
 
 
 def delete_run(files: RunFiles) -> list[str]:
-    from resumable.archive import delete_run as _delete_run
+    from resumable.store.files.archive import delete_run as _delete_run
 
     return _delete_run(files)

@@ -1,4 +1,4 @@
-"""``resumable run``: the click command (`run_command`, registered lazily by resumable.cli).
+"""``resumable run``: the click command (`run_command`, registered lazily by resumable.cli.main).
 
 Parsing and printing only; the work is in jobfile / explain / scheduler. User mistakes become one
 line on stderr and an exit code here, never a traceback.
@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from resumable.errors import ResumableError, UsageError
-from resumable.runner import explain, ownership
+from resumable.runner import explain
 from resumable.runner.jobfile import (
     DEFAULT_GRACE,
     Job,
@@ -27,6 +27,7 @@ from resumable.runner.jobfile import (
     parse_duration,
 )
 from resumable.runner.writer import SafeWriter
+from resumable.store.files import lease as ownership
 
 DEFAULT_JOB_FILE = "resumable.toml"
 ITEM_PREFIX = "step-failed:"
@@ -189,7 +190,7 @@ def main(raw: list[str], **kw: Any) -> int:
 
 
 def _show_status(run_id: str, runs_dir: Path) -> int:
-    from resumable.view_cli import status_command
+    from resumable.view.watch import status_command
 
     try:
         rv = status_command.main(args=[run_id, "--dir", str(runs_dir)],
@@ -200,8 +201,8 @@ def _show_status(run_id: str, runs_dir: Path) -> int:
 
 
 def _reset(run_id: str, runs_dir: Path, quiet: bool) -> int:
-    from resumable import store
     from resumable.runner import process
+    from resumable.store.files import writer as store
 
     # Holding the runner lock for the whole reset: a runner starting meanwhile is refused rather
     # than writing into files being deleted (checking liveness first and deleting after would
