@@ -17,10 +17,10 @@ from resumable.core.model import (
     default_run_id,
     new_document,
     split_csv,
-    stamp,
     summary,
     upgrade,
 )
+from resumable.core.stamps import stamp
 from resumable.errors import InvalidInputError
 
 RUN_ID_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

@@ -12,7 +12,7 @@ import os
 import sys
 
 from resumable import __version__
-from resumable.cli.seed import VERBS
+from resumable.cli.startup import SEED_VERBS as VERBS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 # name -> (module, attribute, one-line help)
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("resumable.cli.run", "run_command", "Run a job as a resumable DAG of steps."),
-    "status": ("resumable.view.watch", "status_command", "Show where runs stand (read-only)."),
-    "report": ("resumable.view.report", "report_command", "Write a self-contained HTML timeline."),
+    "status": ("resumable.cli.status", "status_command", "Show where runs stand (read-only)."),
+    "report": ("resumable.cli.report", "report_command", "Write a self-contained HTML timeline."),
+    "log": ("resumable.cli.log", "log_command", "Show a run's history, one line per event."),
 }
 
 SEED_HELP: dict[str, str] = {
@@ -106,45 +107,32 @@ def main(argv: list[str] | None = None) -> int:
         from resumable.cli.seed import run_verb
 
         return run_verb(args[0], args[1:])
-    if args and not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS):
-        sys.stderr.write(f"resumable: unknown command '{args[0]}' (resumable --help lists them)\n")
-        return 1
+    if not args or (not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS)):
+        from resumable.cli.errors import report
+        from resumable.errors import UsageError
+
+        if not args:  # as the seed: one usage line, exit 1 (`resumable --help` has the rest)
+            from resumable.cli.seed import USAGE
+
+            return report(UsageError(USAGE.removeprefix("usage: ").join(("usage: ", ""))))
+        return report(UsageError(f"unknown command '{args[0]}' (resumable --help lists them)"))
     if args == ["--version"]:
         print(f"resumable, version {__version__}")
         return 0
     import click
 
-    from resumable.errors import ResumableError
-
     app = _click_app()
     try:
         result = app.main(args=args, prog_name="resumable", standalone_mode=False)
-    except ResumableError as exc:
-        sys.stderr.write(f"resumable: {exc}\n")
-        return exc.exit_code
-    except click.exceptions.UsageError as exc:
-        # click exits 2 for usage errors; here 2 means "refused", so a usage error is 1, one line.
-        hint = f" (resumable {exc.ctx.command_path.split(' ', 1)[-1]} --help)" if exc.ctx else ""
-        sys.stderr.write(f"resumable: {exc.format_message()}{hint}\n")
-        return 1
-    except click.exceptions.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
-        sys.stderr.write("resumable: interrupted\n")
-        return 130
-    except KeyboardInterrupt:
-        sys.stderr.write("resumable: interrupted\n")
-        return 130
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
-    except Exception as exc:
-        from resumable.cli.seed import internal_error
+    except BaseException as exc:
+        from resumable.cli.errors import report
 
-        return internal_error(exc)
+        return report(exc)
     return result if isinstance(result, int) else 0
 
 
@@ -168,10 +156,8 @@ def _exit_at_once(code: int) -> None:
     registered (coverage, a profiler, a .pth file) or another thread alive, this returns and the
     normal exit runs. stdout and stderr are flushed here; if that fails (a closed pipe), the
     normal exit runs too and reports it exactly as it always did."""
-    import atexit
-
     threading = sys.modules.get("threading")
-    if atexit._ncallbacks() or (threading is not None and threading.active_count() > 1):
+    if exit_handlers_registered() or (threading is not None and threading.active_count() > 1):
         return
     try:
         sys.stdout.flush()
@@ -179,6 +165,21 @@ def _exit_at_once(code: int) -> None:
     except BaseException:
         return
     os._exit(code)
+
+
+def exit_handlers_registered() -> bool:
+    """Whether an atexit handler is registered. ``atexit._ncallbacks`` is private to CPython (there
+    is no public way to ask); where it is missing the answer is "yes", so the normal exit runs.
+    tests/test_launcher.py fails if the private function changes behaviour."""
+    import atexit
+
+    count = getattr(atexit, "_ncallbacks", None)
+    if count is None:
+        return True
+    try:
+        return bool(count())
+    except Exception:
+        return True
 
 
 if __name__ == "__main__":

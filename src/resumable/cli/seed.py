@@ -14,14 +14,13 @@ import sys
 
 from resumable.core import jsonio
 from resumable.core.model import PHASE_STATES, UNIT_STATES, split_csv
-from resumable.errors import InvalidInputError, ResumableError, UsageError
+from resumable.errors import InvalidInputError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-VERBS = ("init", "unit", "phase", "get", "resume", "item", "resolve", "validation", "finalize", "gc")
 USAGE = (
     "usage: resumable <init|unit|phase|get|resume|item|resolve|validation|finalize|gc>"
     " <file.json|run-id> ... (resumable --help for more)"
@@ -174,12 +173,7 @@ def _phase(args: Args) -> None:
 
 
 def _read(args: Args) -> dict[str, Any]:
-    from resumable.store.files.writer import load, missing_run
-
-    run = _open(args)
-    doc = load(run.files).doc
-    if doc is None:
-        raise missing_run(run.files)
+    doc: dict[str, Any] = _open(args).handle.read()
     return doc
 
 
@@ -269,36 +263,16 @@ HANDLERS: dict[str, Callable[[Args], None]] = {
 
 
 def run_verb(verb: str, tokens: list[str]) -> int:
-    """Run one seed verb; returns the exit code. The only place these verbs' errors become
-    exit codes and one-line messages."""
+    """Run one seed verb; returns the exit code."""
     try:
         args = Args(verb, tokens)
         if verb != "gc" and args.pos(0) is None:
             raise UsageError(USAGE)
         HANDLERS[verb](args)
-    except ResumableError as exc:
-        sys.stderr.write(f"resumable: {exc}\n")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("resumable: interrupted\n")
-        return 130
-    except BrokenPipeError:
-        return 1
-    except Exception as exc:
-        return internal_error(exc)
+    except BaseException as exc:
+        if isinstance(exc, SystemExit):
+            raise
+        from resumable.cli.errors import report
+
+        return report(exc)
     return 0
-
-
-def internal_error(exc: Exception) -> int:
-    """The last line of defence: a bug must still end as one line and exit 1, not a traceback in
-    the middle of someone's shell loop. RESUMABLE_DEBUG=1 re-raises it for a bug report."""
-    import os
-
-    if os.environ.get("RESUMABLE_DEBUG"):
-        raise exc
-    message = " ".join(str(exc).split())[:300]
-    sys.stderr.write(
-        f"resumable: internal error ({type(exc).__name__}: {message}) — please report it;"
-        " RESUMABLE_DEBUG=1 shows the traceback\n"
-    )
-    return 1

@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 SCHEMA_VERSION: Final = 2
 
 RUN_STATES: Final = ("initializing", "running", "done", "needs_attention", "aborted")
+# Live to init and gc: a run in one of these states is resumed, never re-initialised or archived.
 LIVE_RUN_STATES: Final = frozenset({"initializing", "running", "needs_attention"})
+# Being worked on right now (a tuple: `x in ACTIVE_RUN_STATES` must not hash a hand-edited list).
+ACTIVE_RUN_STATES: Final = ("running", "initializing")
 TERMINAL_RUN_STATES: Final = frozenset({"done", "aborted"})
 FINAL_STATES: Final = ("done", "needs_attention", "aborted")
 
@@ -58,11 +61,6 @@ RESERVED_UNIT_KEYS: Final = frozenset(
     {"status", "dependsOn", "note", "createdAt", "updatedAt", "startedAt", "finishedAt",
      "attempts", "invalidations"}
 )
-
-
-def stamp(at: float | None = None) -> str:
-    """ISO-8601 UTC with second precision, e.g. ``2026-11-29T08:00:00Z``."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if at is None else at))
 
 
 def default_run_id(at: float | None = None) -> str:

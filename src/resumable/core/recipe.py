@@ -19,7 +19,6 @@ import json
 import posixpath
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 from resumable.core import plan
@@ -65,15 +64,16 @@ def _shell(argv: list[str], cwd: str | None, here: str | None) -> str:
 
 def classify(
     doc: Mapping[str, Any],
-    file: Path,
+    file: str,
     *,
     here: str | None = None,
     rs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The resume descriptor of a readable run (the seed's `--resume --json` shape).
 
-    ``here`` is the caller's working directory: a `cd <cwd> &&` prefix is added when it differs
-    from the directory the run was launched in. ``rs`` is a precomputed resume set."""
+    ``file`` is the run's absolute location; ``here`` is the caller's working directory: a
+    `cd <cwd> &&` prefix is added when it differs from the directory the run was launched in.
+    ``rs`` is a precomputed resume set."""
     if rs is None:
         rs = resume_set(doc)
     run_id = doc.get("id")
@@ -143,7 +143,7 @@ def classify(
         }
 
     legacy_args = dict(args)
-    legacy_args.setdefault("statusFile", str(file.resolve()))
+    legacy_args.setdefault("statusFile", file)
     return {
         "runnable": False,
         "kind": "legacy-workflow",
@@ -154,13 +154,13 @@ def classify(
     }
 
 
-def unreadable(file: Path, reason: str) -> dict[str, Any]:
+def unreadable(file: str, reason: str) -> dict[str, Any]:
     return {
         "runnable": False,
         "kind": "unreadable",
         "migrationOnly": True,
         "reason": reason,
-        "file": str(file),
+        "file": file,
     }
 
 

@@ -200,7 +200,7 @@ class LiveReporter(PlainReporter):
         self.live.stop()
 
 
-def make_reporter(quiet: bool, *, out: IO[str] | None = None) -> PlainReporter:
+def make_reporter(quiet: bool, *, verbose: bool = False, out: IO[str] | None = None) -> PlainReporter:
     stream = out or sys.stdout
     if not quiet and stream.isatty():
         return LiveReporter(stream)

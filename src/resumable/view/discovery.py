@@ -1,146 +1,89 @@
-"""Finding runs for the read-only views: the runs directory, every run in it, and picking one.
+"""Picking the run a reader means: by id, file name, path or id prefix, or the newest.
 
 Everything here only reads. It never creates the runs directory, never takes a lock and never
-rewrites a file: `resumable status` must leave the runs directory byte-identical (mtimes included),
-because people run it against a live run while its runner writes.
+rewrites a file: `resumable status` must leave the store byte-identical (mtimes included), because
+people run it against a live run while its runner writes.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from resumable.errors import CorruptRunError, NoRunError, ResumableError, StoreError
+from resumable import store
+from resumable.errors import NoRunError, ResumableError
+from resumable.store.values import RunEntry
 
-Doc = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class RunEntry:
-    """One run file: its document, or why it could not be read (``doc is None``)."""
-
-    path: Path
-    doc: Doc | None
-    error: str | None
-    sort_key: str
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-    @property
-    def run_id(self) -> str:
-        rid = self.doc.get("id") if self.doc is not None else None
-        return rid if isinstance(rid, str) and rid else self.path.stem
+if TYPE_CHECKING:
+    from resumable.store.backend import Backend, RunHandle
 
 
-def load_doc(path: Path) -> Doc:
-    """The current document of one run file (snapshot + journal tail), read-only.
+class Picked:
+    """The run a reader picked: its listing entry, a handle to read it through, and the other runs
+    whose id also starts with what the user typed (the seed picks the first silently; we say so)."""
 
-    Raises a ResumableError (CorruptRunError, StoreError, NoRunError if it vanished)."""
-    from resumable.api import read_doc
+    __slots__ = ("also_matched", "entry", "handle")
 
-    doc = read_doc(path)
-    if not isinstance(doc, dict):
-        raise CorruptRunError(f"{path} is not a run document")
-    return doc
-
-
-def find_runs_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """--dir, else RESUMABLE_DIR, else the nearest `.resumable/runs` walking up, else ./... .
-
-    Never creates anything (the core's find_runs_dir can; a reader must not)."""
-    if explicit is not None:
-        return Path(explicit).expanduser().resolve()
-    env = os.environ.get("RESUMABLE_DIR")
-    if env:
-        return Path(env).expanduser().resolve()
-    cwd = Path.cwd().resolve()
-    for base in (cwd, *cwd.parents):
-        candidate = base / ".resumable" / "runs"
-        if candidate.is_dir():
-            return candidate
-    return cwd / ".resumable" / "runs"
+    def __init__(self, entry: RunEntry, handle: RunHandle, also_matched: list[str]) -> None:
+        self.entry = entry
+        self.handle = handle
+        self.also_matched = also_matched
 
 
-def _mtime_iso(path: Path) -> str:
+def entry_of(handle: RunHandle, name: str) -> RunEntry:
     try:
-        mtime = path.stat().st_mtime
-    except OSError:
-        return ""
-    return datetime.fromtimestamp(mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def read_entry(path: Path) -> RunEntry:
-    try:
-        doc = load_doc(path)
+        doc = handle.read()
     except ResumableError as exc:
-        return RunEntry(path, None, str(exc), _mtime_iso(path))
-    key = ""
-    for k in ("updatedAt", "createdAt"):
-        v = doc.get(k)
-        if isinstance(v, str) and v:
-            key = v
-            break
-    return RunEntry(path, doc, None, key or _mtime_iso(path))
+        return RunEntry(name, handle.location, None, str(exc), "")
+    return RunEntry(name, handle.location, doc, None, "")
 
 
-def run_files(runs_dir: Path) -> list[Path]:
-    """Every `*.json` directly in the runs directory (archive/ and logs are not runs)."""
-    try:
-        return sorted(p for p in runs_dir.iterdir() if p.suffix == ".json" and p.is_file())
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        raise StoreError(f"cannot list {runs_dir}: {exc.strerror or exc}") from exc
-
-
-def list_runs(runs_dir: Path) -> list[RunEntry]:
-    """Every run, newest first (the seed's order: updatedAt, else createdAt, else file mtime)."""
-    entries = [read_entry(p) for p in run_files(runs_dir)]
-    # Stable sort on the key, then the name, so ties print in a fixed order.
-    entries.sort(key=lambda e: e.name)
-    entries.sort(key=lambda e: e.sort_key, reverse=True)
-    return entries
-
-
-def pick_run(runs_dir: Path, run: str | None) -> RunEntry | None:
+def pick_run(backend: Backend, run: str | None) -> Picked | None:
     """The run a user means, or None when there are no runs at all (and none was named).
 
     RUN is a path ending in `.json` (used as given), an exact id or file name, or an id prefix.
     Raises NoRunError (exit 3) when RUN matches nothing."""
     if run is not None and (run.endswith(".json") or os.sep in run):
-        path = Path(run).expanduser()
-        if path.is_file():
-            return read_entry(path)
+        if os.path.isfile(run):
+            handle = store.open_path(run)
+            return Picked(entry_of(handle, os.path.basename(run)), handle, [])
         # The seed also matches a bare file name inside the runs directory.
-        if os.sep not in run and (runs_dir / run).is_file():
-            return read_entry(runs_dir / run)
+        inside = os.path.join(backend.root, run)
+        if os.sep not in run and os.path.isfile(inside):
+            handle = store.open_path(inside)
+            return Picked(entry_of(handle, run), handle, [])
         raise NoRunError(f'no run matches "{run}" (no such file)')
     if run is not None:
-        # Exact id: go straight to the file, so naming a run does not load every other run.
-        direct = runs_dir / f"{run}.json"
-        if direct.is_file():
-            entry = read_entry(direct)
+        # An exact id goes straight to the run, so naming a run does not load every other run.
+        direct: RunHandle | None
+        try:
+            direct = backend.open(run)
+        except ResumableError:
+            direct = None
+        if direct is not None and direct.exists():
+            handle = direct
+            entry = entry_of(handle, f"{run}.json")
             if entry.doc is None or entry.run_id == run:
-                return entry
-    entries = list_runs(runs_dir)
+                return Picked(entry, handle, [])
+    entries = backend.list_runs()
     if run is None:
         if not entries:
             return None
-        for entry in entries:
-            if entry.doc is not None:
-                return entry
-        return entries[0]
+        chosen = next((e for e in entries if e.doc is not None), entries[0])
+        return Picked(chosen, _handle(backend, chosen), [])
     for entry in entries:
-        if run in (entry.run_id, entry.name, entry.path.stem):
-            return entry
-    for entry in entries:
-        if entry.run_id.startswith(run) or entry.path.stem.startswith(run):
-            return entry
+        if run in (entry.run_id, entry.name, entry.name.removesuffix(".json")):
+            return Picked(entry, _handle(backend, entry), [])
+    prefixed = [e for e in entries if e.run_id.startswith(run) or e.name.startswith(run)]
+    if prefixed:
+        chosen = prefixed[0]
+        return Picked(chosen, _handle(backend, chosen), [e.run_id for e in prefixed[1:]])
     if not entries:
-        raise NoRunError(f'no run matches "{run}": there are no runs under {runs_dir}')
-    raise NoRunError(f'no run matches "{run}" under {runs_dir}')
+        raise NoRunError(f'no run matches "{run}": there are no runs under {backend.root}')
+    raise NoRunError(f'no run matches "{run}" under {backend.root}')
+
+
+def _handle(backend: Backend, entry: RunEntry) -> RunHandle:
+    if entry.location.endswith(".json") and os.path.isabs(entry.location):
+        return store.open_path(entry.location)
+    return backend.open(entry.run_id)

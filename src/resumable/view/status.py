@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 
 from resumable.core import recipe
+from resumable.core.model import ACTIVE_RUN_STATES
+from resumable.core.stamps import format_duration, parse_stamp
 
 Seg = tuple[str, str]
 Line = list[Seg]
@@ -29,8 +30,7 @@ CANONICAL_PHASES: Final = (
     "build", "simplify", "test", "review", "performance", "ship_prep", "auto_learn", "auto_map",
     "finalize",
 )
-# A tuple, not a set: `x in LIVE` must not hash x, and a hand-edited status may be a list.
-LIVE: Final = ("running", "initializing")
+LIVE: Final = ACTIVE_RUN_STATES
 STATUS_STYLE: Final = {
     "running": ("●", "RUNNING", "bold blue"),
     "initializing": ("○", "INITIALIZING", "bold blue"),
@@ -73,31 +73,8 @@ FINDINGS_LIMIT: Final = 10
 
 # ---- small pure helpers ------------------------------------------------------------------------
 
-def parse_ts(value: object) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        return None
-
-
-def fmt_dur(seconds: float | None) -> str:
-    if seconds is None or seconds != seconds or seconds < 0:
-        return "?"
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m {s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 48:
-        return f"{h}h {m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d {h}h"
+parse_ts = parse_stamp
+fmt_dur = format_duration
 
 
 def fmt_age(ts: object, now: float) -> str:
@@ -467,9 +444,9 @@ def footer(
         return [("✗ aborted", "bold red"), (": not resumable", "")]
     pending = tally_.total - tally_.done
     if status in LIVE or status == "needs_attention" or open_count or pending:
-        from pathlib import Path
+        import os
 
-        desc = recipe.classify(doc, Path(file), here=here, rs=rs)
+        desc = recipe.classify(doc, os.path.abspath(file), here=here, rs=rs)
         prefix = "if its runner has stopped, resume" if status in LIVE else "resume"
         if desc.get("runnable"):
             return [(f"→ {prefix}: ", "bold"), (str(desc["shell"]), "bold cyan"),

@@ -10,21 +10,22 @@ import os
 import time
 
 from resumable import fsio
+from resumable.core.stamps import parse_stamp
 from resumable.errors import NoRunError, StoreError
 from resumable.store.files.layout import RunFiles, files_for, translate
 from resumable.store.files.loader import load
-from resumable.store.files.writer import Writer
+from resumable.store.files.lock import held_lock
+
+_SUFFIXES = (".json", ".journal.jsonl", ".d")
 
 
 def delete_run(files: RunFiles) -> list[str]:
-    """Delete a run's snapshot, journal and data directory (logs) under the run's lock, so no
-    writer is half way through a write; the lock file itself stays (it is never unlinked).
-    Returns the names of what was deleted."""
-    writer = Writer(files)
+    """Delete a run's snapshot, journal and data directory (logs) under the run's lock; the lock
+    file itself stays (it is never unlinked). Returns the names of what was deleted."""
     removed: list[str] = []
     if not os.path.isdir(files.dir):
         return removed
-    writer._acquire(create_dir=False)
+    lock = held_lock(files)
     try:
         for path in (files.snapshot, files.journal):
             if os.path.lexists(path):
@@ -43,19 +44,22 @@ def delete_run(files: RunFiles) -> list[str]:
         except OSError as exc:
             raise translate(exc, f"cannot delete the files of {files.snapshot}") from exc
     finally:
-        writer._release()
-        writer.close()
+        lock.close()
     return removed
 
 
-def _archive_base(files: RunFiles) -> tuple[str, str]:
+def archive_base(files: RunFiles) -> tuple[str, str]:
     """(archive dir, base path) with one free base name for every file of this run (snapshot,
-    journal, data dir), so they stay recognisably together and nothing archived is overwritten."""
+    journal, data dir): ``archive/<stem>`` as the seed names it, with a time suffix only when that
+    name is taken, so files stay recognisably together and nothing archived is overwritten."""
     archive = os.path.join(files.dir, "archive")
+    base = os.path.join(archive, files.stem)
+    if not any(os.path.lexists(base + sfx) for sfx in _SUFFIXES):
+        return archive, base
     tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     base = os.path.join(archive, f"{files.stem}.{tag}")
     n = 0
-    while any(os.path.lexists(base + sfx) for sfx in (".json", ".journal.jsonl", ".d")):
+    while any(os.path.lexists(base + sfx) for sfx in _SUFFIXES):
         n += 1
         base = os.path.join(archive, f"{files.stem}.{tag}.{n}")
     return archive, base
@@ -64,7 +68,7 @@ def _archive_base(files: RunFiles) -> tuple[str, str]:
 def archive_run(files: RunFiles) -> str:
     """Move a run's snapshot, journal and data dir into ``<dir>/archive/`` under names that never
     overwrite an earlier archive. The caller holds the run's lock."""
-    archive, base = _archive_base(files)
+    archive, base = archive_base(files)
     try:
         fsio.mkdir(archive)
         if os.path.lexists(files.snapshot):
@@ -82,21 +86,6 @@ def archive_run(files: RunFiles) -> str:
 
 # --- gc --------------------------------------------------------------------------------------
 
-GC_LIVE = frozenset({"running", "initializing", "needs_attention"})
-
-
-def _parse_stamp(value: object) -> float | None:
-    if not isinstance(value, str):
-        return None
-    for fmt in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
-        try:
-            import calendar
-
-            return float(calendar.timegm(time.strptime(value, fmt)))
-        except ValueError:
-            continue
-    return None
-
 
 def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[int, str]:
     """Archive terminal (done/aborted) runs last updated more than ``keep_days`` ago. Each run is
@@ -111,23 +100,22 @@ def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[i
         path = os.path.join(directory, name)
         if not name.endswith(".json") or os.path.islink(path) or not os.path.isfile(path):
             continue
-        writer = Writer(files_for(path))
+        files = files_for(path)
         try:
-            writer._acquire(create_dir=False)
+            lock = held_lock(files)
         except StoreError:
             continue
         try:
             try:
-                state = load(writer.files)
+                doc = load(files).doc
             except (StoreError, NoRunError):
                 continue
-            doc = state.doc
             status = doc.get("status") if doc is not None else None
-            # Only done/aborted; checked as a str first (a hand-edited list status is unhashable).
-            if not isinstance(status, str) or status in GC_LIVE or status not in ("done", "aborted"):
+            # Only done/aborted (needs_attention is live to init, so it is live here too); checked
+            # as a str first (a hand-edited list status is unhashable).
+            if doc is None or not isinstance(status, str) or status not in ("done", "aborted"):
                 continue
-            assert doc is not None
-            updated = _parse_stamp(doc.get("updatedAt"))
+            updated = parse_stamp(doc.get("updatedAt"))
             if updated is None:
                 # No usable stamp: the file's own age stands in (the seed archived these blindly).
                 try:
@@ -136,9 +124,8 @@ def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[i
                     continue
             if updated > cutoff:
                 continue
-            archive_run(writer.files)
+            archive_run(files)
             moved += 1
         finally:
-            writer._release()
-            writer.close()
+            lock.close()
     return moved, archive

@@ -56,11 +56,11 @@ class Loaded:
         self.applied = applied
 
 
-def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
+def stat_key(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _replay(
+def replay(
     records: list[tuple[int, dict[str, Any]]], doc: dict[str, Any] | None, path: str, *, lenient: bool
 ) -> dict[str, Any] | None:
     for seq, event in records:
@@ -91,7 +91,7 @@ def load(files: RunFiles) -> Loaded:
         raise translate(exc, f"cannot read {files.snapshot}") from exc
     else:
         try:
-            snap_stat = _stat_key(os.fstat(fd))
+            snap_stat = stat_key(os.fstat(fd))
             with os.fdopen(fd, "rb", closefd=False) as fh:
                 snap_bytes = fh.read()
         except OSError as exc:
@@ -129,7 +129,7 @@ def load(files: RunFiles) -> Loaded:
         if marker.offset <= jdata_stat.st_size:
             # The byte before the marker's offset must end a record: the file's size alone does
             # not show a journal cut back behind the view, as padding keeps the size.
-            tail = _read_journal(files.journal, max(marker.offset - 1, 0))
+            tail = read_journal(files.journal, max(marker.offset - 1, 0))
             behind = marker.offset > 0 and tail[:1] != b"\n"
             tail = tail[1:] if marker.offset > 0 else tail
             try:
@@ -138,21 +138,21 @@ def load(files: RunFiles) -> Loaded:
             except CorruptRunError:
                 scan = None  # re-checked below by a full replay, which names the real offset
             if scan is not None:
-                doc = _replay(scan.records, decoded.doc, files.journal, lenient=False)
+                doc = replay(scan.records, decoded.doc, files.journal, lenient=False)
                 seq = scan.records[-1][0] if scan.records else marker.seq
                 used = tail[: scan.end - marker.offset]
                 return Loaded(doc, seq, scan.end, scan.torn, True, marker.seq, snap_size,
                               snap_stat, marker.offset, None,
                               (marker.offset, len(used), zlib.crc32(used)))
 
-    data = _read_journal(files.journal, 0)
+    data = read_journal(files.journal, 0)
     scan = journal.scan(data, base=0, path=files.journal, after_seq=0)
     if decoded is not None and not (decoded.marker is not None and decoded.intact):
         # The snapshot parses but is not the one we wrote: another program edited it. Its
         # content becomes the new base; history after the seq it was edited from is re-applied.
         after = decoded.marker.seq if decoded.marker is not None else (
             scan.records[-1][0] if scan.records else 0)
-        doc = _replay([r for r in scan.records if r[0] > after], decoded.doc, files.journal,
+        doc = replay([r for r in scan.records if r[0] > after], decoded.doc, files.journal,
                       lenient=True)
         seq = scan.records[-1][0] if scan.records else 0
         return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0,
@@ -162,13 +162,13 @@ def load(files: RunFiles) -> Loaded:
             f"{files.journal}: the journal does not start with an init or base record;"
             " nothing was changed"
         )
-    doc = _replay(scan.records, None, files.journal, lenient=False)
+    doc = replay(scan.records, None, files.journal, lenient=False)
     seq = scan.records[-1][0] if scan.records else 0
     return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0, None,
                   (0, scan.end, zlib.crc32(data[: scan.end])))
 
 
-def _pread_all(fd: int, offset: int, length: int) -> bytes:
+def pread_all(fd: int, offset: int, length: int) -> bytes:
     """Up to ``length`` bytes at ``offset`` (fewer only at the end of the file)."""
     chunks = []
     while length > 0:
@@ -181,20 +181,20 @@ def _pread_all(fd: int, offset: int, length: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_range(path: str, offset: int, length: int) -> bytes:
+def read_range(path: str, offset: int, length: int) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return b""
     try:
-        return _pread_all(fd, offset, length)
+        return pread_all(fd, offset, length)
     except OSError:
         return b""
     finally:
         os.close(fd)
 
 
-def _read_journal(path: str, offset: int) -> bytes:
+def read_journal(path: str, offset: int) -> bytes:
     try:
         return fsio.read_bytes(path, offset)
     except OSError as exc:
