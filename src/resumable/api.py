@@ -236,12 +236,13 @@ def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
     return doc
 
 
-def gc(runs_dir: str | os.PathLike[str] | None = None, keep_days: float = 7) -> tuple[int, str]:
+def gc(runs_dir: str | os.PathLike[str] | None = None, keep_days: float = 7, *,
+       store_url: str | None = None) -> tuple[int, str]:
     """Archive done/aborted runs older than ``keep_days``; returns (count, archive dir), count -1
     when there is no runs directory."""
     if keep_days < 0 or keep_days != keep_days:
         raise InvalidInputError("--keep-days must be a non-negative number")
-    result = store.open_backend(runs_dir).gc(keep_days)
+    result = store.open_backend(runs_dir, url=store_url).gc(keep_days)
     return result.moved, result.archive
 
 

@@ -29,18 +29,18 @@ USAGE = (
 # verb -> (value options, boolean flags)
 OPTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "init": (
-        frozenset({"--task", "--units", "--id", "--launch", "--required-phases", "--dir"}),
+        frozenset({"--task", "--units", "--id", "--launch", "--required-phases", "--dir", "--store"}),
         frozenset({"--require-validation"}),
     ),
-    "unit": (frozenset({"--note", "--deps", "--dir"}), frozenset()),
-    "phase": (frozenset({"--dir"}), frozenset()),
-    "get": (frozenset({"--dir"}), frozenset({"--summary"})),
-    "resume": (frozenset({"--dir"}), frozenset()),
-    "item": (frozenset({"--json", "--dir"}), frozenset()),
-    "resolve": (frozenset({"--ids", "--json", "--dir"}), frozenset()),
-    "validation": (frozenset({"--note", "--dir"}), frozenset()),
-    "finalize": (frozenset({"--result", "--dir"}), frozenset()),
-    "gc": (frozenset({"--keep-days", "--dir"}), frozenset()),
+    "unit": (frozenset({"--note", "--deps", "--dir", "--store"}), frozenset()),
+    "phase": (frozenset({"--dir", "--store"}), frozenset()),
+    "get": (frozenset({"--dir", "--store"}), frozenset({"--summary"})),
+    "resume": (frozenset({"--dir", "--store"}), frozenset()),
+    "item": (frozenset({"--json", "--dir", "--store"}), frozenset()),
+    "resolve": (frozenset({"--ids", "--json", "--dir", "--store"}), frozenset()),
+    "validation": (frozenset({"--note", "--dir", "--store"}), frozenset()),
+    "finalize": (frozenset({"--result", "--dir", "--store"}), frozenset()),
+    "gc": (frozenset({"--keep-days", "--dir", "--store"}), frozenset()),
 }
 
 
@@ -129,7 +129,7 @@ def _open(args: Args) -> Any:
     target = args.pos(0)
     if target is None:
         raise UsageError(USAGE)
-    return open_run(target, runs_dir=args.opt("--dir"))
+    return open_run(target, runs_dir=args.opt("--dir"), store_url=args.opt("--store"))
 
 
 def _init(args: Args) -> None:
@@ -240,7 +240,7 @@ def _gc(args: Args) -> None:
             keep = float("nan")
         if not keep >= 0:
             raise InvalidInputError("--keep-days must be a non-negative number")
-    count, archive = gc(args.pos(0) or args.opt("--dir"), keep)
+    count, archive = gc(args.pos(0) or args.opt("--dir"), keep, store_url=args.opt("--store"))
     if count < 0:
         print("0 archived (no runs dir)")
     else:

@@ -146,6 +146,16 @@ class RunHandle(Protocol):
         """A local directory for this run's step logs."""
         ...
 
+    def put_blob(self, data: bytes) -> str:
+        """Store ``data`` by content and return its reference (``sha256:<hex>``), durably: a record
+        that names the reference may be committed as soon as this returns. Storing the same bytes
+        twice stores them once."""
+        ...
+
+    def get_blob(self, ref: str) -> bytes:
+        """The bytes stored under ``ref``; ``CorruptRunError`` when they are missing or damaged."""
+        ...
+
     def close(self) -> None:
         """Flush and release what the handle holds (descriptors, connections)."""
         ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from resumable.store.files import journal
+from resumable.store.files import blobs, journal
 from resumable.store.files.layout import RunFiles, missing_run, no_parent
 from resumable.store.files.loader import read_journal
 from resumable.store.files.writer import Writer
@@ -88,6 +88,12 @@ class FileRunHandle:
 
     def log_dir(self) -> str:
         return os.path.join(self.files.data_dir, "logs")
+
+    def put_blob(self, data: bytes) -> str:
+        return blobs.put(self.files, data)
+
+    def get_blob(self, ref: str) -> bytes:
+        return blobs.get(self.files, ref)
 
     def close(self) -> None:
         try:
