@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 from corehelpers import RESUMABLE, cli, ok
+from resumable.cli.startup import SEED_VERB_MUST_NOT_IMPORT, SEED_VERBS
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Each of these costs a millisecond or more to import; none is needed to record a transition.
-HEAVY = {"re", "json", "enum", "typing", "pathlib", "dataclasses", "click", "orjson", "rich", "importlib",
-         "collections", "functools", "inspect", "argparse"}
+# The start-up rule, written once in the package (cli/startup.py).
+HEAVY = SEED_VERB_MUST_NOT_IMPORT
 
 
 def _imported(*args: str, runs: Path) -> set[str]:

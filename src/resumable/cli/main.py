@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args:  # as the seed: one usage line, exit 1 (`resumable --help` has the rest)
             from resumable.cli.seed import USAGE
 
-            return report(UsageError(USAGE.removeprefix("usage: ").join(("usage: ", ""))))
+            return report(UsageError(USAGE))
         return report(UsageError(f"unknown command '{args[0]}' (resumable --help lists them)"))
     if args == ["--version"]:
         print(f"resumable, version {__version__}")
