@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from corehelpers import RESUMABLE, cli, ok
-from resumable.cli.startup import SEED_VERB_MUST_NOT_IMPORT, SEED_VERBS
+from resumable.cli.startup import SEED_VERB_MUST_NOT_IMPORT
 
 ROOT = Path(__file__).resolve().parent.parent
 
