@@ -29,7 +29,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any, Final, Literal
@@ -62,7 +62,7 @@ def _parse_float(text: str) -> float | None:
     return value if math.isfinite(value) else None  # JSON.parse gives ±Infinity; stringify: null
 
 
-def _parse_int(text: str) -> int | float | None:
+def _parse_int(text: str) -> int | None:
     if len(text) > 20 and not math.isfinite(float(text)):
         return None
     return int(text)
@@ -110,73 +110,73 @@ def _surrogate(match: re.Match[str]) -> str:
     return f"\\u{ord(s):04x}"
 
 
-def _quote(s: str) -> str:
-    # The C escaper matches JSON.stringify for everything but lone surrogates (it leaves them raw).
-    out: str = encode_basestring(s)
-    return _SURROGATE.sub(_surrogate, out) if _SURROGATE.search(out) else out
+_quote: Callable[[str], str] = encode_basestring  # the C escaper: JSON.stringify's escapes, bar lone surrogates
+_DIGITS: Final = frozenset("0123456789")
 
 
 def _ordered_keys(obj: Mapping[str, Any]) -> list[str]:
     """JavaScript's own-property order: array-index keys ascending, then the rest as inserted."""
-    index = [k for k in obj if _INDEX_KEY.fullmatch(k) and int(k) < 2**32 - 1]
-    if not index:
-        return list(obj)
-    index.sort(key=int)
+    index = sorted((k for k in obj if _INDEX_KEY.fullmatch(k) and int(k) < 2**32 - 1), key=int)
     chosen = set(index)
     return index + [k for k in obj if k not in chosen]
 
 
-def _encode(value: Any, out: list[str]) -> None:
+def _encode(value: Any) -> str:
+    kind = type(value)  # exact types: documents come from JSON; anything else takes the slow branches
+    if kind is str:
+        return _quote(value)
+    if kind is dict:
+        keys: Any = value
+        for key in value:
+            if key[:1] in _DIGITS:  # rare: only then can JavaScript's order differ from insertion
+                keys = _ordered_keys(value)
+                break
+        return "{" + ",".join([_quote(k) + ":" + _encode(value[k]) for k in keys]) + "}"
+    if kind is list:
+        return "[" + ",".join([_encode(v) for v in value]) + "]"
+    if kind is int:
+        return str(value) if -_SAFE_INT < value < _SAFE_INT else _big_int(value)
     if value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, str):
-        out.append(_quote(value))
-    elif isinstance(value, int):
-        if -_SAFE_INT < value < _SAFE_INT:
-            out.append(str(value))
-        else:
-            try:
-                out.append(js_number(float(value)))
-            except OverflowError:
-                out.append("null")
-    elif isinstance(value, float):
-        out.append(js_number(value))
-    elif isinstance(value, dict):
-        out.append("{")
-        first = True
-        for key in _ordered_keys(value):
-            if not first:
-                out.append(",")
-            first = False
-            out.append(_quote(key))
-            out.append(":")
-            _encode(value[key], out)
-        out.append("}")
-    elif isinstance(value, list | tuple):
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(",")
-            _encode(item, out)
-        out.append("]")
-    else:
-        raise TypeError(f"{type(value).__name__} is not a JSON value")
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float):
+        return js_number(value)
+    # A subclass (an IntEnum, an OrderedDict) is encoded as its base type.
+    if isinstance(value, str):
+        return _quote(str(value))
+    if isinstance(value, int):
+        return _encode(int(value))
+    if isinstance(value, dict):
+        return _encode(dict(value))
+    if isinstance(value, list | tuple):
+        return _encode(list(value))
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+def _big_int(value: int) -> str:
+    try:
+        return js_number(float(value))  # JavaScript holds it as the nearest double
+    except OverflowError:
+        return "null"
 
 
 def stringify(value: Any) -> str:
     """``JSON.stringify(value)``: compact, byte for byte as Node prints it."""
-    out: list[str] = []
-    _encode(value, out)
-    return "".join(out)
+    text = _encode(value)
+    return _SURROGATE.sub(_surrogate, text) if _SURROGATE.search(text) else text
 
 
 def digest(doc: Any) -> str:
     """The seed's ``digest``: sha256 hex of ``JSON.stringify(doc)`` in UTF-8."""
-    return hashlib.sha256(stringify(doc).encode("utf-8")).hexdigest()
+    text = _encode(doc)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escape it as JSON.stringify does (rare, so late)
+        data = _SURROGATE.sub(_surrogate, text).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
 
 
 # ---- applyEvent ------------------------------------------------------------------------------------
@@ -193,26 +193,11 @@ def _clone(value: Any) -> Any:
     return value
 
 
-def _js_string(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value) if abs(value) < _SAFE_INT else js_number(float(value))
-    if isinstance(value, float):
-        return js_number(value)
-    if isinstance(value, list):
-        return ",".join("" if v is None else _js_string(v) for v in value)
-    return "[object Object]"
-
-
 def _apply_in_place(doc: dict[str, Any], event: Mapping[str, Any]) -> None:
     op = event.get("op")
     if op not in OPS:
-        raise TransitionError(f"unsupported transition op '{_js_string(event.get('op', 'undefined'))}'")
+        shown = op if isinstance(op, str) else "undefined" if "op" not in event else stringify(op)
+        raise TransitionError(f"unsupported transition op '{shown}'")
     path = event.get("path")
     if not isinstance(path, list) or not path or any(
         not isinstance(p, str) or p == "" or p in FORBIDDEN_KEYS for p in path
@@ -322,10 +307,10 @@ def replay(snapshot: str | os.PathLike[str]) -> Replayed:
     first = _record(lines[0], "line 1", log)
     doc = first.get("doc")
     if first["op"] != "init" or not isinstance(doc, dict):
-        raise CorruptRunError(f"event log {log} line 1: event log must start with one init document")
+        raise CorruptRunError(f"event log {log} must start with one init document (line 1)")
     current = digest(doc)
     if first.get("afterHash") != current:
-        raise CorruptRunError(f"event log {log} line 1: event log init hash does not match its document")
+        raise CorruptRunError(f"event log {log} line 1: init hash does not match its document")
     hashes = [current]
     for index in range(1, len(lines)):
         number = index + 1
@@ -423,7 +408,7 @@ def compare(snapshot: str | os.PathLike[str], snapshot_doc: object = _UNSET) -> 
     replayed = replay(snapshot)
     if mine is None:
         return LogState("snapshot_unreadable", replayed, replayed.events)
-    if mine == replayed.last_hash:  # the tail was torn since the cheap read; in sync after all
+    if mine == replayed.last_hash:  # the log changed between the two reads
         return LogState("in_sync", replayed)
     hashes = replayed.after_hashes
     for position in range(len(hashes) - 2, -1, -1):

@@ -14,7 +14,6 @@ from resumable.errors import InvalidInputError, UsageError
 from resumable.git import reconcile as rc
 from resumable.git.log import git_env, integrated_task_ids, resolve_ref
 
-
 if TYPE_CHECKING:
     from resumable.api import Run
 
