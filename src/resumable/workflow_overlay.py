@@ -31,6 +31,7 @@ NO_OVERLAY_HINT: Final = (
     "durable status remains authoritative"
 )
 RUNNING_SHOWN: Final = 6
+JSON_KEY: Final = "liveWorkflow"  # the extra key `status --json` carries the overlay under
 
 _WF_NAME: Final = re.compile(r"wf_[A-Za-z0-9-]+")
 _SLUG_KEEP: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")

@@ -91,6 +91,24 @@ def test_project_root_for_runs_dir(tmp_path: Path) -> None:
     assert project_root_for_runs_dir(tmp_path / "elsewhere", cwd="/here") == "/here"
 
 
+def test_a_symlinked_config_dir_is_the_users_choice(claude: Claude, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # Symlinks are refused only below the project directory (what Claude Code writes).
+    claude.journal("s", "wf_x", started("a"))
+    link = tmp_path / "dotfiles-link"
+    link.symlink_to(claude.root)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(link))
+    got = claude.read()
+    assert got is not None and got.wf == "wf_x"
+
+
+def test_relative_cwd_resolves_against_the_process_cwd(claude: Claude, monkeypatch: pytest.MonkeyPatch) -> None:
+    claude.journal("s", "wf_x", started("a"))
+    monkeypatch.chdir(claude.cwd.parent)
+    got = read_workflow_status(claude.cwd.name, now=T0)
+    assert got is not None and got.wf == "wf_x"
+
+
 def test_explicit_claude_dir_wins_over_env(claude: Claude, tmp_path: Path) -> None:
     other = Claude(tmp_path / "other", claude.cwd)
     other.journal("s", "wf_x", started("a"))
