@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from resumable.errors import InvalidInputError
+
 TRAILER_KEYS: Final = ("Run-Id", "Task-Id", "Plan-Id")
 SAFE_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -50,8 +52,6 @@ def trailer_block(run_id: str, task_id: str, plan_id: str) -> str:
     bad = [name for name, v in (("Run-Id", run_id), ("Task-Id", task_id), ("Plan-Id", plan_id))
            if not is_safe_id(v)]
     if bad:
-        from resumable.errors import InvalidInputError
-
         raise InvalidInputError(f"unsafe or missing trailer id(s): {', '.join(bad)} "
                                 "(use letters, digits, '.', '_', '-'; no '..'; at most 128 characters)")
     return f"Run-Id: {run_id}\nTask-Id: {task_id}\nPlan-Id: {plan_id}"
