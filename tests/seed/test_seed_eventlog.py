@@ -16,7 +16,7 @@ import pytest
 from seedhelpers import SeedWriter, js_digest
 
 from resumable.errors import CorruptRunError, StoreError
-from resumable.seed_eventlog import (
+from resumable.store.files.seed_events import (
     TransitionError,
     apply_event,
     compare,

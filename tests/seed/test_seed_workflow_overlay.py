@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from resumable import workflow_overlay as wo
-from resumable.workflow_overlay import (
+from resumable.view import workflow as wo
+from resumable.view.workflow import (
     NO_OVERLAY_HINT,
     WorkflowStatus,
     divergence,
