@@ -3,6 +3,7 @@ imports `re`), and what a seed verb loads through it."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -99,7 +100,7 @@ def test_seed_verbs_skip_the_shutdown_and_lose_no_output(tmp_path: Path) -> None
     proc = _launch(runs, "init", "r", "--task", "t", "--units", "a,b")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "r\n", "")
     proc = _launch(runs, "resume", "r")
-    assert (proc.returncode, proc.stdout) == (0, '{"skip":[],"eligible":["a","b"],"dep_blocked":{}}\n')
+    assert proc.returncode == 0 and json.loads(proc.stdout) == {"skip": [], "eligible": ["a", "b"], "dep_blocked": {}}
     proc = _launch(runs, "unit", "r", "a", "done")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     proc = _launch(runs, "unit", "r", "a", "pending")  # refused: the exit status survives
