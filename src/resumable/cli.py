@@ -23,6 +23,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("resumable.runner.cli", "run_command", "Run a job as a resumable DAG of steps."),
     "status": ("resumable.view_cli", "status_command", "Show where runs stand (read-only)."),
     "report": ("resumable.report", "report_command", "Write a self-contained HTML timeline."),
+    "checkpoint": ("resumable.ledger.cli", "checkpoint_command", "Phase checkpoint ledger (checkpoint_manager.py)."),
+    "guard": ("resumable.guard.cli", "guard_command", "Run one pass of a recurring job: lock, pass cap, breaker."),
 }
 
 SEED_HELP: dict[str, str] = {
