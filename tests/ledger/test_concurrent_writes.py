@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 from conftest import PAYLOADS, RESUMABLE, RUN, run_dir
-
 from resumable import ledger
 
 WRITERS = 20

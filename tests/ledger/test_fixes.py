@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PAYLOADS, RUN, cli, document, plant, run_dir
 
+from conftest import PAYLOADS, RUN, cli, document, plant, run_dir
 from resumable import ledger
 from resumable.errors import DiskFullError, InvalidInputError, RefusedError
 from resumable.ledger import yamlfmt
@@ -375,7 +375,7 @@ def test_validate_always_says_is_valid_and_success(args: tuple[str, ...], base: 
     ("resume-point", "--ticket-id", "a/b", "--run-id", "r"),
 ])
 def test_every_json_answer_says_success(args: tuple[str, ...], base: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = cli(capsys, *args, base=base)
+    _, out, err = cli(capsys, *args, base=base)
     data = json.loads(out)
     assert isinstance(data["success"], bool)
     assert "Traceback" not in err and len(err.splitlines()) <= 1

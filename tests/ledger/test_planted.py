@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import PAYLOADS, RUN, cli, document, run_cli, run_dir
 
+from conftest import PAYLOADS, RUN, cli, document, run_cli, run_dir
 from resumable import ledger
 from resumable.errors import StoreError
 from resumable.ledger import yamlfmt
@@ -55,7 +55,8 @@ def test_a_symlinked_run_directory_is_refused(base: Path, outside: Path, capsys:
     assert sorted(p.name for p in outside.iterdir()) == before  # nothing written through the link
 
 
-def test_a_symlinked_ticket_directory_is_refused(base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_symlinked_ticket_directory_is_refused(base: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     base.mkdir()
     (tmp_path / "elsewhere").mkdir()
     (base / "OMN-2143").symlink_to(tmp_path / "elsewhere")

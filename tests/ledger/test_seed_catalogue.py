@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import PAYLOADS, RUN, Driver, document, plant, run_dir
 
+from conftest import PAYLOADS, RUN, Driver, document, plant, run_dir
 from resumable import ledger
 from resumable.errors import InvalidInputError, RefusedError
 from resumable.ledger.model import to_dict
@@ -44,7 +44,7 @@ def test_write_rejects_absolute_artifact_paths(driver: Driver, base: Path) -> No
 
 
 def test_write_requires_checkpoint(base: Path) -> None:
-    with pytest.raises(InvalidInputError, match="requires.*checkpoint"):
+    with pytest.raises(InvalidInputError, match=r"requires.*checkpoint"):
         ledger.write_checkpoint(None, base_dir=base)
 
 
@@ -83,11 +83,11 @@ def test_rejects_relative_base_dir() -> None:
 
 
 def test_rejects_base_dir_with_traversal() -> None:
-    with pytest.raises(InvalidInputError, match="must not contain '..' components"):
+    with pytest.raises(InvalidInputError, match=r"must not contain '\.\.' components"):
         ledger.write("OMN-2143", "a1b2c3d4", "implement", PAYLOADS["implement"], base_dir="/var/../etc")
-    with pytest.raises(InvalidInputError, match="must not contain '..' components"):
+    with pytest.raises(InvalidInputError, match=r"must not contain '\.\.' components"):
         ledger.read("OMN-2143", "a1b2c3d4", "implement", base_dir="/var/../etc")
-    with pytest.raises(InvalidInputError, match="must not contain '..' components"):
+    with pytest.raises(InvalidInputError, match=r"must not contain '\.\.' components"):
         ledger.list_checkpoints("OMN-2143", base_dir="/var/../etc")
 
 
