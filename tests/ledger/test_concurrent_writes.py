@@ -6,7 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import PAYLOADS, RESUMABLE, RUN, run_dir
+from ledgerhelpers import PAYLOADS, RESUMABLE, RUN, run_dir
+
 from resumable import ledger
 
 WRITERS = 20

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from ledgerhelpers import PAYLOADS, RUN, cli, document, plant, run_dir
 
-from conftest import PAYLOADS, RUN, cli, document, plant, run_dir
 from resumable import ledger
 from resumable.errors import DiskFullError, InvalidInputError, RefusedError
 from resumable.ledger import yamlfmt

@@ -11,8 +11,8 @@ import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from ledgerhelpers import PAYLOADS, document
 
-from conftest import PAYLOADS, document
 from resumable import ledger
 from resumable.ledger import layout, yamlfmt
 from resumable.ledger.ids import is_sha

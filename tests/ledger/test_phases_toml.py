@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from ledgerhelpers import cli
 
-from conftest import cli
 from resumable import ledger
 from resumable.errors import InvalidInputError
 

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from ledgerhelpers import PAYLOADS, RUN, cli, document, run_cli, run_dir
 
-from conftest import PAYLOADS, RUN, cli, document, run_cli, run_dir
 from resumable import ledger
 from resumable.errors import StoreError
 from resumable.ledger import yamlfmt

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from ledgerhelpers import PAYLOADS, RUN, cli, document, plant
 
-from conftest import PAYLOADS, RUN, cli, document, plant
 from resumable import ledger
 
 

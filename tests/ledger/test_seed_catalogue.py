@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
+from ledgerhelpers import PAYLOADS, RUN, Driver, document, plant, run_dir
 
-from conftest import PAYLOADS, RUN, Driver, document, plant, run_dir
 from resumable import ledger
 from resumable.errors import InvalidInputError, RefusedError
 from resumable.ledger.model import to_dict

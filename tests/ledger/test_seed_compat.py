@@ -12,8 +12,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import PAYLOADS, RUN, cli, document, plant
+from ledgerhelpers import PAYLOADS, RUN, cli, document, plant
 
 pytest.importorskip("pydantic")
 from seed_models import ModelCheckpoint, seed_dump

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ledgerhelpers import RUN, cli, document, plant
 
-from conftest import RUN, cli, document, plant
 from resumable import ledger
 from resumable.ledger import yamlfmt
 

@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ledgerhelpers import RUN, cli, document
 
-from conftest import RUN, cli, document
 from resumable import ledger
 from resumable.errors import InvalidInputError
 

@@ -114,9 +114,14 @@ class GuardLock:
         """Whether some process holds the lock now (a probe: takes a shared lock and drops it)."""
         try:
             fd = os.open(self.lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
+        except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise refuse_or_translate(exc, self.lock_path) from exc
         try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise refused(self.lock_path, mode)
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             return True

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,6 +118,7 @@ def run_guarded(opts: Options, out: Callable[[str], None] = say) -> int:
         return 0
     try:
         current = state.read(paths.state, opts.name) or state.GuardState()
+        _refuse_planted(paths.history)
         if opts.max_passes > 0 and current.pass_count >= opts.max_passes:
             out(f"SKIP: max passes reached ({current.pass_count} >= {opts.max_passes})")
             return 0
@@ -153,7 +155,7 @@ def _halt(opts: Options, paths: Paths, current: state.GuardState, out: Callable[
 
 def _pass(opts: Options, paths: Paths, current: state.GuardState, number: int, out: Callable[[str], None]) -> int:
     started = utcnow()
-    _make_dir(paths.logs)
+    _make_dir(paths.logs, ours=True)
     log_path, log_fd = passrun.open_log(os.path.join(paths.logs, f"pass-{number}-{started.strftime('%Y%m%dT%H%M%SZ')}"))
     env = dict(os.environ)
     env.update({"RESUMABLE_GUARD_NAME": opts.name, "RESUMABLE_GUARD_PASS": str(number),
@@ -179,8 +181,8 @@ def _pass(opts: Options, paths: Paths, current: state.GuardState, number: int, o
                                        "log": log_path})
     except ResumableError as exc:
         # The pass ran; say plainly what could not be recorded, and never report it as a success.
-        sys.stderr.write(f"resumable: {opts.name}: pass {number} ended {status} (exit {code}) but its state could "
-                         f"not be saved: {exc}\n")
+        sys.stderr.write(f"resumable: {opts.name}: pass {number} ended {status} (exit {code}) but it could not be "
+                         f"recorded: {exc}\n")
         return code or 1
     out(f"Pass {number} completed: {status} (exit {code})")
     if error is not None:
@@ -188,11 +190,26 @@ def _pass(opts: Options, paths: Paths, current: state.GuardState, number: int, o
     return code
 
 
-def _make_dir(path: str) -> None:
+def _refuse_planted(path: str) -> None:
+    """Refuse before the pass, not after it, a file the guard will write that is not a plain file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise state.refused(path, mode)
+
+
+def _make_dir(path: str, *, ours: bool = False) -> None:
+    """Create ``path``; a directory the guard names itself (``ours``, e.g. the log directory) must not
+    be a planted link (the state directory the user names may be one)."""
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
+    mode = os.lstat(path).st_mode
+    if ours and not stat.S_ISDIR(mode):
+        raise state.refused(path, mode)
     if not os.path.isdir(path):
         raise StoreError(f"{path} is not a directory")
 
