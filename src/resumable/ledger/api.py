@@ -19,22 +19,25 @@ import datetime as dt
 import os
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from resumable.errors import InvalidInputError
-from resumable.ledger import checks, layout, store, writer
+from resumable.ledger import layout, store
 from resumable.ledger.ids import name_problem, normalize_run_id
 from resumable.ledger.model import Checkpoint, Schema, build, now_utc, parse, schema_for, to_dict
 from resumable.ledger.model import CheckpointInvalid as CheckpointInvalid
 from resumable.ledger.phases import PhaseSet, load_phases
 
+if TYPE_CHECKING:
+    from resumable.ledger import checks
+
 PhasesArg = PhaseSet | str | os.PathLike[str] | None
 BaseArg = str | os.PathLike[str] | None
 
 
-@dataclass(frozen=True)
-class WriteResult:
+class WriteResult(msgspec.Struct, frozen=True):
     checkpoint_path: str
     attempt_number: int
     correlation_id: str
@@ -44,8 +47,7 @@ class WriteResult:
         return self.success
 
 
-@dataclass(frozen=True)
-class ReadResult:
+class ReadResult(msgspec.Struct, frozen=True):
     success: bool
     correlation_id: str
     checkpoint: Checkpoint | None = None
@@ -57,8 +59,7 @@ class ReadResult:
         return self.success
 
 
-@dataclass(frozen=True)
-class ValidateResult:
+class ValidateResult(msgspec.Struct, frozen=True):
     is_valid: bool
     correlation_id: str
     errors: tuple[str, ...] = ()
@@ -70,8 +71,7 @@ class ValidateResult:
         return self.is_valid
 
 
-@dataclass(frozen=True)
-class ListResult:
+class ListResult(msgspec.Struct, frozen=True):
     checkpoints: tuple[Checkpoint, ...]
     correlation_id: str
     warnings: tuple[str, ...] = ()
@@ -157,6 +157,8 @@ def write(ticket_id: str, run_id: str, phase: str, payload: Mapping[str, Any] | 
     checkpoint, errors = build(document, schema)
     if checkpoint is None:
         raise InvalidInputError(f"Invalid checkpoint: {'; '.join(errors)}")
+    from resumable.ledger import writer
+
     path, used = writer.write(base, checkpoint, schema, assign_attempt=attempt is None)
     return WriteResult(path, used, correlation(correlation_id))
 
@@ -176,6 +178,8 @@ def write_checkpoint(checkpoint: Checkpoint | Mapping[str, Any] | None, *, base_
     built, errors = build(document, schema)
     if built is None:
         raise InvalidInputError(f"Invalid checkpoint data: {'; '.join(errors)}")
+    from resumable.ledger import writer
+
     path, used = writer.write(layout.resolve_base_dir(base_dir), built, schema, assign_attempt=False)
     return WriteResult(path, used, correlation(correlation_id))
 
@@ -204,6 +208,8 @@ def validate(checkpoint: Checkpoint | Mapping[str, Any] | None, *, root: str | o
              now: dt.datetime | None = None, correlation_id: object = None) -> ValidateResult:
     """Check a checkpoint (object or document): the model's rules as errors, the seed's warnings,
     and with ``root``/``repos`` its artifacts and commits. Pure except for the clock and those."""
+    from resumable.ledger import checks
+
     schema = schema_of(phases)
     corr = correlation(correlation_id)
     if isinstance(checkpoint, Checkpoint):

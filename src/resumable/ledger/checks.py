@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from dataclasses import dataclass, field
+
+import msgspec
 
 from resumable.errors import InvalidInputError
 from resumable.ledger.model import SCHEMA_VERSION, Checkpoint, Schema
@@ -43,12 +44,11 @@ def root_problems(checkpoint: Checkpoint, root: str) -> list[str]:
     return problems
 
 
-@dataclass(frozen=True)
-class Repos:
+class Repos(msgspec.Struct, frozen=True):
     """``--repo DIR`` (the default repository) and ``--repo NAME=DIR`` (for repo_commit_map[NAME])."""
 
     default: str | None = None
-    named: dict[str, str] = field(default_factory=dict)
+    named: dict[str, str] = msgspec.field(default_factory=dict)
 
     @classmethod
     def parse(cls, specs: list[str] | tuple[str, ...]) -> Repos:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
@@ -71,8 +70,7 @@ class CheckpointInvalid(ValueError):
         self.errors = tuple(errors)
 
 
-@dataclass(frozen=True)
-class Schema:
+class Schema(msgspec.Struct, frozen=True):
     """The typed model of one ``PhaseSet``: a payload Struct per phase."""
 
     phases: PhaseSet

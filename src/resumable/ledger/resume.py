@@ -9,7 +9,8 @@ first untrusted one is untrusted too: the pipeline resumes there and redoes the 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+import msgspec
 
 from resumable.ledger import checks, layout, store
 from resumable.ledger.api import BaseArg, PhasesArg, correlation, schema_of
@@ -17,8 +18,7 @@ from resumable.ledger.ids import name_problem, normalize_run_id
 from resumable.ledger.model import Schema
 
 
-@dataclass(frozen=True)
-class PhaseTrust:
+class PhaseTrust(msgspec.Struct, frozen=True):
     phase: str
     ordinal: int
     trusted: bool
@@ -27,8 +27,7 @@ class PhaseTrust:
     checkpoint_path: str | None = None
 
 
-@dataclass(frozen=True)
-class ResumePoint:
+class ResumePoint(msgspec.Struct, frozen=True):
     ticket_id: str
     run_id: str
     resume_phase: str | None  # None: every phase has a trusted checkpoint

@@ -14,7 +14,8 @@ then attempt, compared as numbers (the seed sorted runs in directory order and p
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+import msgspec
 
 from resumable.errors import InvalidInputError
 from resumable.ledger import dirs, layout, yamlfmt
@@ -24,8 +25,7 @@ from resumable.ledger.model import Checkpoint, Schema, build
 MAX_FILE_BYTES = 4 << 20
 
 
-@dataclass(frozen=True)
-class StoredFile:
+class StoredFile(msgspec.Struct, frozen=True):
     ticket_id: str
     run_id: str
     name: str
@@ -46,15 +46,13 @@ class StoredFile:
         return f"Corrupt checkpoint file {self.rel}: {self.problem}"
 
 
-@dataclass(frozen=True)
-class StoredRun:
+class StoredRun(msgspec.Struct, frozen=True):
     run_id: str
     first_write_ns: int
     files: tuple[StoredFile, ...]
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(msgspec.Struct, frozen=True):
     name: str
     ordinal: int
     phase: str
@@ -210,8 +208,7 @@ def read_ticket(base: str, ticket_id: str, run_id: str | None, schema: Schema) -
     return runs
 
 
-@dataclass(frozen=True)
-class PhaseRead:
+class PhaseRead(msgspec.Struct, frozen=True):
     found: StoredFile | None
     skipped: tuple[StoredFile, ...]  # newer attempts that are corrupt
     run_exists: bool
