@@ -147,7 +147,7 @@ def populate(base: Path, count: int) -> int:
     run = ledger.normalize_run_id(RUN)
     directory = base / TICKET / run
     directory.mkdir(parents=True, exist_ok=True)
-    payloads = {
+    payloads: dict[str, dict[str, object]] = {
         "implement": {"branch_name": "feat/bench", "commit_sha": "a1b2c3d", "files_changed": ["src/a.py"]},
         "local_review": {"iteration_count": 1, "last_clean_sha": "b2c3d4e"},
         "create_pr": {"pr_url": "https://example.invalid/1", "pr_number": 1, "head_sha": "c3d4e5f"},

@@ -238,3 +238,12 @@ def test_a_planted_fifo_is_refused_without_blocking(planted: str, state_dir: Pat
     proc = guard("job", "--state-dir", str(state_dir), "--", "true", timeout=20)
     assert proc.returncode == 1 and "is a FIFO" in proc.stderr and proc.stderr.count("\n") == 1
     assert guard("status", "job", "--state-dir", str(state_dir), timeout=20).returncode == 1
+
+
+def test_control_characters_never_reach_the_terminal(state_dir: Path) -> None:
+    state_dir.mkdir()
+    (state_dir / "job-state.yaml").write_text("pass_count: 1\nlast_status: \x1b[31mred\nconsecutive_failures: 3\n")
+    proc = guard("job", "--state-dir", str(state_dir), "--dry-run", "--", "printf", "\x1b]0;title\x07")
+    assert "\x1b" not in proc.stdout + proc.stderr and "\\x1b[31mred" in proc.stdout
+    proc = guard("job", "--state-dir", str(state_dir), "--breaker", "0", "--dry-run", "--", "printf", "\x1b]0;t\x07")
+    assert "\x1b" not in proc.stdout and "\\x1b]0;t\\x07" in proc.stdout

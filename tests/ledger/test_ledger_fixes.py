@@ -91,7 +91,7 @@ def test_a_claim_lost_to_another_writer_moves_to_the_next_number(base: Path, mon
     write retries with the next number instead of failing (the seed's loser lost its checkpoint)."""
     from resumable.ledger import writer
 
-    real_scan = writer.scan
+    real_scan = writer.scan  # type: ignore[attr-defined]
     calls = {"n": 0}
 
     def scan_then_race(run_fd: int, where: str, prefix: str = "phase_") -> object:
@@ -386,3 +386,9 @@ def test_every_json_answer_says_success(args: tuple[str, ...], base: Path, capsy
 def test_naive_timestamps_are_refused_with_the_seeds_message(base: Path) -> None:
     with pytest.raises(InvalidInputError, match=r"timestamp_utc must be timezone-aware \(use datetime.now\(UTC\)\)"):
         ledger.write("T", "r", "implement", PAYLOADS["implement"], timestamp="2026-01-01T00:00:00", base_dir=base)
+
+
+def test_stderr_never_carries_control_characters_from_arguments(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "read", "--ticket-id", "T", "--run-id", "r", "--phase", "\x1b[2Jboom", base=base)
+    assert code == 1 and "\x1b" not in err and "\\x1b[2Jboom" in err
+    assert json.loads(out)["error"].startswith("Invalid phase: \x1b[2Jboom")  # JSON escapes it itself

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ledgerhelpers import PAYLOADS, RUN, cli, document, plant
@@ -12,7 +13,7 @@ from ledgerhelpers import PAYLOADS, RUN, cli, document, plant
 from resumable import ledger
 
 
-def _write(base: Path, phase: str, attempt: int = 1, timestamp: str = "2026-03-28T22:00:00Z", **kw: object) -> None:
+def _write(base: Path, phase: str, attempt: int = 1, timestamp: str = "2026-03-28T22:00:00Z", **kw: Any) -> None:
     ledger.write_checkpoint(document(phase, attempt=attempt, timestamp=timestamp, **kw), base_dir=base)
 
 

@@ -88,7 +88,7 @@ def utcnow() -> dt.datetime:
 
 def say(line: str) -> None:
     """The guard's own lines, time-stamped as the seed's log() did."""
-    sys.stdout.write(f"[{stamp(utcnow())}] {line}\n")
+    sys.stdout.write(f"[{stamp(utcnow())}] {_escape(line)}\n")
     sys.stdout.flush()
 
 
@@ -148,8 +148,8 @@ def _halt(opts: Options, paths: Paths, current: state.GuardState, out: Callable[
         history.append(paths.history, {"event": "halt", "at": now,
                                        "consecutive_failures": current.consecutive_failures,
                                        "breaker": opts.breaker})
-    sys.stderr.write(f"resumable: {opts.name}: halted by the circuit breaker after "
-                     f"{current.consecutive_failures} consecutive failures (resumable guard reset {opts.name})\n")
+    _stderr(f"{opts.name}: halted by the circuit breaker after {current.consecutive_failures} consecutive "
+            f"failures (resumable guard reset {opts.name})")
     return 1
 
 
@@ -181,12 +181,11 @@ def _pass(opts: Options, paths: Paths, current: state.GuardState, number: int, o
                                        "log": log_path})
     except ResumableError as exc:
         # The pass ran; say plainly what could not be recorded, and never report it as a success.
-        sys.stderr.write(f"resumable: {opts.name}: pass {number} ended {status} (exit {code}) but it could not be "
-                         f"recorded: {exc}\n")
+        _stderr(f"{opts.name}: pass {number} ended {status} (exit {code}) but it could not be recorded: {exc}")
         return code or 1
     out(f"Pass {number} completed: {status} (exit {code})")
     if error is not None:
-        sys.stderr.write(f"resumable: {error}\n")
+        _stderr(str(error))
     return code
 
 
@@ -257,6 +256,10 @@ def _history_line(event: dict[str, object] | None) -> str:
     if kind == "reset":
         return f"{'-':<5} {event.get('at', '')!s:<21} {'':<21} {'reset':<8} {'':<5} {event.get('what', '')}"
     return f"(unknown event {kind!r})"
+
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(f"resumable: {_escape(message)}\n")
 
 
 def _escape(text: str) -> str:

@@ -42,8 +42,15 @@ def _compact(data: dict[str, Any]) -> None:
 def _fail(message: str, code: int, *, stderr: bool = True, **extra: Any) -> int:
     _compact({**extra, "success": False, "error": message})
     if stderr:
-        sys.stderr.write(f"resumable: {' '.join(message.splitlines())}\n")
+        _stderr(message)
     return code
+
+
+def _stderr(message: str) -> None:
+    """One line on stderr; characters from data that a terminal would act on are escaped."""
+    from resumable.ledger.show import escape
+
+    sys.stderr.write(f"resumable: {escape(message)}\n")
 
 
 def _base(base_dir: str | None) -> str | None:
@@ -75,7 +82,7 @@ def checkpoint_command(ctx: click.Context, verbose: bool) -> None:
 
 def _say(message: str) -> None:
     if click.get_current_context().obj:  # -v on the group (click hands a group's obj to its commands)
-        sys.stderr.write(f"resumable: {message}\n")
+        _stderr(message)
 
 
 @checkpoint_command.command("write")
