@@ -25,8 +25,10 @@ class _GuardGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-@click.group("guard", cls=_GuardGroup, context_settings={"help_option_names": ["-h", "--help"]})
-def guard_command() -> None:
+@click.group("guard", cls=_GuardGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             invoke_without_command=True, no_args_is_help=False)
+@click.pass_context
+def guard_command(ctx: click.Context) -> None:
     """Run one pass of a recurring job: one at a time, with a pass cap and a circuit breaker.
 
     resumable guard NAME [options] -- CMD [ARGS...] runs CMD unless another pass of NAME is
@@ -35,6 +37,8 @@ def guard_command() -> None:
     <state-dir>/NAME-state.yaml (the seed's cron-closeout format). A job named run, status or
     reset: resumable guard run NAME -- CMD.
     """
+    if ctx.invoked_subcommand is None:  # bare `resumable guard`: the help, not a usage error
+        click.echo(ctx.get_help())
 
 
 @guard_command.command("run", context_settings={"help_option_names": ["-h", "--help"]})

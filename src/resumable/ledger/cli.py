@@ -67,7 +67,8 @@ def _phase_error(phase: str, phases_file: str | None) -> str | None:
     return None if phases.get(phase) else phases.invalid_phase(phase)
 
 
-@click.group("checkpoint", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("checkpoint", context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True,
+             no_args_is_help=False)
 @click.option("-v", "--verbose", is_flag=True, help="Say on stderr which files were written, read or skipped.")
 @click.pass_context
 def checkpoint_command(ctx: click.Context, verbose: bool) -> None:
@@ -78,6 +79,8 @@ def checkpoint_command(ctx: click.Context, verbose: bool) -> None:
     "success"; --strict: 1 on failure); read/validate/list/resume-point 0 on success, 1 otherwise.
     """
     ctx.obj = verbose
+    if ctx.invoked_subcommand is None:  # bare `resumable checkpoint`: the help, not a usage error
+        click.echo(ctx.get_help())
 
 
 def _say(message: str) -> None:
