@@ -247,3 +247,10 @@ def test_control_characters_never_reach_the_terminal(state_dir: Path) -> None:
     assert "\x1b" not in proc.stdout + proc.stderr and "\\x1b[31mred" in proc.stdout
     proc = guard("job", "--state-dir", str(state_dir), "--breaker", "0", "--dry-run", "--", "printf", "\x1b]0;t\x07")
     assert "\x1b" not in proc.stdout and "\\x1b]0;t\\x07" in proc.stdout
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "", "x" * 65, "sp ace"])
+def test_bad_names_are_refused(name: str, state_dir: Path) -> None:
+    proc = guard("run", name, "--state-dir", str(state_dir), "--", "true")
+    assert proc.returncode == 1 and "Invalid guard name" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not state_dir.exists()

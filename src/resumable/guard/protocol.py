@@ -69,11 +69,14 @@ class Paths:
 
 
 def paths_for(name: str, state_dir: str | None) -> Paths:
-    from resumable.ledger.ids import name_problem
+    # NAME becomes part of file names: one component, nothing a path join could read as more.
+    # (The ledger checks ticket ids by the same rule; the guard does not import the ledger: the two
+    # are independent siblings.)
+    import re
 
-    problem = name_problem(name, "guard name")
-    if problem:
-        raise InvalidInputError(problem)
+    if re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name) is None or name in (".", ".."):
+        raise InvalidInputError(f"Invalid guard name {name!r}: use 1-64 characters of A-Z a-z 0-9 . _ - "
+                                "(not '.' or '..')")
     directory = os.path.abspath(state_dir) if state_dir else default_state_dir()
     return Paths(directory, name)
 
