@@ -18,7 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from resumable import api, fsio, journal, jsonio, store
+from resumable import api, fsio
+from resumable.core import jsonio
+from resumable.store.files import journal
+from resumable.store.files.layout import files_for
+from resumable.store.files.loader import load
 
 
 def pct(samples: list[float], p: float) -> float:
@@ -131,7 +135,7 @@ def load_time(snapshot: Path, repeat: int = 3) -> float:
     best = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
-        store.read_doc(snapshot)
+        api.read_doc(snapshot)
         best = min(best, time.perf_counter() - t)
     return best
 
@@ -188,7 +192,7 @@ def whole_run(runs: Path, n_units: int) -> tuple[float, int, int]:
         elapsed = time.perf_counter() - t
     finally:
         fsio.atomic_write = real  # type: ignore[assignment]
-    jbytes = len(journal.without_padding((runs / "whole.journal.jsonl").read_bytes()))
+    jbytes = len((runs / "whole.journal.jsonl").read_bytes())
     _ = init_snapshot
     return elapsed, written, jbytes
 
@@ -235,7 +239,7 @@ def tail_load(runs: Path, n_units: int, tail: int) -> float:
     writer killed before its next refresh leaves it)."""
     make_run(runs, n_units, "tail").close()
     jpath = runs / "tail.journal.jsonl"
-    data = journal.without_padding(jpath.read_bytes())
+    data = jpath.read_bytes()
     seq = len(data.splitlines())
     chunks = []
     for i in range(tail):
@@ -248,7 +252,7 @@ def tail_load(runs: Path, n_units: int, tail: int) -> float:
     gc.collect()
     best = load_time(runs / "tail.json", repeat=3)
     # Sanity: the tail really was replayed.
-    loaded = store.load(store.files_for(str(runs / "tail.json")))
+    loaded = load(files_for(str(runs / "tail.json")))
     if loaded.seq != seq:
         raise RuntimeError(f"tail load ended at seq {loaded.seq}, expected {seq}")
     return best / tail

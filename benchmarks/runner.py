@@ -93,7 +93,7 @@ def main() -> int:
         t_make = timed(["make", "-s", "-j2", "all"], work)
         t_run = timed([sys.executable, "-m", "resumable", "run", "-j", "2", "--quiet"], work, env)
         t_skip = timed([sys.executable, "-m", "resumable", "run", "-j", "2", "--quiet"], work, env)
-        t_startup = timed([sys.executable, "-c", "import resumable.runner.cli"], work)
+        t_startup = timed([sys.executable, "-c", "import resumable.cli.run"], work)
         spawn = spawn_cost()
         # L, the one baseline every benchmark here shares: a 100-byte append + fsync.
         append = statistics.median(baseline_append_fsync(work, n=200))

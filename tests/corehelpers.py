@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from resumable import journal
+from resumable.store.files import journal
 
 BIN = Path(sys.executable).parent
 RESUMABLE = shutil.which("resumable", path=str(BIN)) or str(BIN / "resumable")
@@ -24,8 +24,9 @@ def records(journal_path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def journal_records(journal_path: Path) -> bytes:
-    """A journal's bytes without its padding (the zero bytes a writer keeps ahead of records)."""
-    return journal.without_padding(journal_path.read_bytes())
+    """A journal's bytes up to the first zero byte (resumable 0.1.0 kept zero padding after its
+    records; this version never writes any)."""
+    return journal_path.read_bytes().split(b"\0", 1)[0]
 
 
 def snapshot_file(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -67,3 +68,19 @@ def ok(proc: subprocess.CompletedProcess[str]) -> str:
     assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
     assert proc.stderr == "", proc.stderr
     return proc.stdout
+
+
+def journal_of(run: Any) -> Path:
+    """A file-store run's journal, next to its snapshot (``run.path``)."""
+    path: Path = run.path
+    return path.with_name(path.name[: -len(".json")] + ".journal.jsonl")
+
+
+def lock_of(run: Any) -> Path:
+    path: Path = run.path
+    return path.with_name(path.name[: -len(".json")] + ".lock")
+
+
+def data_dir_of(run: Any) -> Path:
+    path: Path = run.path
+    return path.with_name(path.name[: -len(".json")])

@@ -260,7 +260,7 @@ if __name__ == "__main__":  # python tests/status_fixtures.py docs/report.png
     import tempfile
     import time as _time
 
-    from resumable.report import build_html
+    from resumable.view.report import build_html
 
     out = Path(sys.argv[1])
     doc = sample_run()

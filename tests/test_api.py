@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import resumable
+from corehelpers import journal_of
 
 
 def write_job(path: Path, fail: bool) -> Path:
@@ -29,7 +30,7 @@ def test_run_job_runs_resumes_and_records_an_equivalent_command(tmp_path: Path,
     run = resumable.open_run("apijob", runs_dir=runs)
     assert run.doc["status"] == "needs_attention"
     assert run.doc["units"]["b"]["status"] == "failed"
-    assert run.doc["launch"]["argv"] == ["resumable", "run", str(job), "--state-dir", str(runs), "--quiet"]
+    assert run.doc["launch"]["argv"] == ["resumable", "run", str(job), "--dir", str(runs), "--quiet"]
     recipe = run.resume_recipe()
     assert recipe["runnable"] is True and recipe["argv"][:2] == ["resumable", "run"]
     assert "b" in run.status_text()
@@ -69,11 +70,11 @@ def test_run_job_bad_input_raises_the_commands_errors(tmp_path: Path, monkeypatc
 def test_values_nested_too_deep_are_refused_before_anything_is_written(tmp_path: Path) -> None:
     """Every Python version reads what any other wrote: a value nesting deeper than the limit is
     refused at the API (3.13's JSON scanner would read 5,000 levels that 3.11's cannot)."""
-    from resumable.model import MAX_NESTING
+    from resumable.core.model import MAX_NESTING
 
     run = resumable.open_run("r", runs_dir=tmp_path)
     run.init("t", units=["a"])
-    before = run.journal_path.read_bytes()
+    before = journal_of(run).read_bytes()
     deep: object = 1
     for _ in range(MAX_NESTING):
         deep = [deep]
@@ -81,7 +82,7 @@ def test_values_nested_too_deep_are_refused_before_anything_is_written(tmp_path:
         run.item({"msg": "x", "nested": deep})
     with pytest.raises(resumable.InvalidInputError, match="deeper"):
         run.unit("a", "in_progress", fields={"f": deep})
-    assert run.journal_path.read_bytes() == before
+    assert journal_of(run).read_bytes() == before
     ok = 1
     for _ in range(MAX_NESTING - 3):
         ok = [ok]  # type: ignore[assignment]

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corehelpers import RESUMABLE, assert_error, cli, ok, records, snapshot_file, tree
-from resumable.cli import main
+from resumable.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ["init", "unit", "phase", "get", "resume", "item", "resolve", "validation", "finalize", "gc", "run",

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import resumable
-from corehelpers import RESUMABLE, records, snapshot_file
+from corehelpers import RESUMABLE, journal_of, records, snapshot_file
 from resumable.errors import CorruptRunError
 
 
@@ -46,7 +46,7 @@ def test_twenty_cli_processes_lose_nothing(tmp_path: Path) -> None:
         if i % 4:
             assert doc["units"][f"u{i}"] == {**doc["units"][f"u{i}"], "status": "done", "note": f"by process {i}"}
     assert sorted(it["finding"] for it in doc["openItems"]) == [0, 4, 8, 12, 16]
-    recs = records(run.journal_path)
+    recs = records(journal_of(run))
     assert [s for s, _ in recs] == list(range(1, 22))
     snap, marker = snapshot_file(run.path)
     assert marker is not None and marker["seq"] == 21 and snap == doc
@@ -54,7 +54,10 @@ def test_twenty_cli_processes_lose_nothing(tmp_path: Path) -> None:
 
 WORKER = textwrap.dedent(
     """
-    import sys, resumable
+    import os, sys, resumable
+    if os.environ.get("TEST_WITHOUT_FLOCK"):  # the negative control: writers without their lock
+        import fcntl
+        fcntl.flock = lambda *_: None
     name, count = sys.argv[1], int(sys.argv[2])
     run = resumable.open_run("r")
     for i in range(count):
@@ -83,7 +86,7 @@ def test_api_writers_interleave_with_a_gap_free_sequence(tmp_path: Path) -> None
     run.close()
     n, count = 5, 40
     assert run_workers(runs, n, count) == [0] * n
-    recs = records(run.journal_path)
+    recs = records(journal_of(run))
     per_worker = count + len([i for i in range(count) if i % 10 == 5])
     assert [s for s, _ in recs] == list(range(1, 2 + n * per_worker))
     doc = resumable.read_doc(run.path)
@@ -124,18 +127,18 @@ def test_readers_never_see_a_broken_run_while_writers_write(tmp_path: Path) -> N
 
 
 def test_negative_control_without_the_lock_writes_are_lost(tmp_path: Path) -> None:
-    """With the flock switched off (test seam) the same workload loses or corrupts records: the
+    """With the flock switched off in the workers the same workload loses or corrupts records: the
     positive tests above can see a lost write when there is one."""
     for attempt in range(3):
         runs = tmp_path / f"runs{attempt}"
         run = resumable.open_run("r", runs_dir=runs)
         run.init("t")
         run.close()
-        run_workers(runs, 5, 40, RESUMABLE_UNSAFE_NO_LOCK="1")
+        run_workers(runs, 5, 40, TEST_WITHOUT_FLOCK="1")
         try:
             doc = resumable.read_doc(run.path)
             units = len(doc["units"])
-            recs = len(records(run.journal_path))
+            recs = len(records(journal_of(run)))
         except CorruptRunError:
             return
         if units < 5 * 40 or recs < 1 + 5 * 44:

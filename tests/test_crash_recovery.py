@@ -22,9 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import resumable
-from corehelpers import assert_error, cli, journal_records, records, snapshot_file, tree
-from resumable import fsio, store
+from corehelpers import assert_error, cli, journal_of, journal_records, records, snapshot_file, tree
+from resumable import fsio
 from resumable.errors import CorruptRunError
+from resumable.store.files import refresh as store
 
 TRIALS = int(os.environ.get("RESUMABLE_CRASH_TRIALS", "240"))
 WRITES_PER_CHILD = 40  # more than fit in the longest random delay: most children die mid-way
@@ -243,12 +244,12 @@ def test_a_flipped_byte_in_an_earlier_record_is_a_clean_error(
         run.path.unlink()
     else:
         run.path.write_bytes(early)
-    offset = corrupt_second_record(run.journal_path)
+    offset = corrupt_second_record(journal_of(run))
     before = tree(runs)
     with pytest.raises(CorruptRunError) as info:
         resumable.read_doc(run.path)
     msg = str(info.value)
-    assert "\n" not in msg and str(run.journal_path) in msg and f"byte offset {offset}" in msg
+    assert "\n" not in msg and str(journal_of(run)) in msg and f"byte offset {offset}" in msg
     writer = resumable.open_run("r", runs_dir=runs)
     with pytest.raises(CorruptRunError):
         writer.unit("c", "done")
@@ -256,7 +257,7 @@ def test_a_flipped_byte_in_an_earlier_record_is_a_clean_error(
         writer.init("again")
     assert resumable.gc(runs, keep_days=0)[0] == 0
     for args in (["get", "r"], ["resume", "r"], ["unit", "r", "c", "done"], ["finalize", "r", "aborted"]):
-        assert_error(cli(*args, runs=runs), 1, str(run.journal_path), f"byte offset {offset}")
+        assert_error(cli(*args, runs=runs), 1, str(journal_of(run)), f"byte offset {offset}")
     assert tree(runs) == before  # nothing rewritten, truncated or archived
 
 
@@ -269,7 +270,7 @@ def test_corruption_behind_an_exact_snapshot_is_found_by_a_rebuild(tmp_path: Pat
     run.unit("a", "done")
     run.unit("b", "done")
     run.close()
-    offset = corrupt_second_record(run.journal_path)
+    offset = corrupt_second_record(journal_of(run))
     assert resumable.read_doc(run.path)["units"]["b"]["status"] == "done"
     run.path.unlink()
     with pytest.raises(CorruptRunError, match=f"byte offset {offset}"):
@@ -279,7 +280,7 @@ def test_corruption_behind_an_exact_snapshot_is_found_by_a_rebuild(tmp_path: Pat
 def test_a_record_that_does_not_apply_is_corruption(tmp_path: Path) -> None:
     """A well-framed record that breaks the contract on replay (e.g. a demotion written by a
     buggy tool) is refused as corruption, not applied."""
-    from resumable import journal
+    from resumable.store.files import journal
 
     runs = tmp_path / "runs"
     run = resumable.open_run("r", runs_dir=runs)
@@ -287,7 +288,7 @@ def test_a_record_that_does_not_apply_is_corruption(tmp_path: Path) -> None:
     run.unit("a", "done")
     run.close()
     bad = journal.encode(3, {"t": "unit", "unit": "a", "state": "pending", "at": "2026-11-29T08:00:00Z"})
-    run.journal_path.write_bytes(journal_records(run.journal_path) + bad)
+    journal_of(run).write_bytes(journal_records(journal_of(run)) + bad)
     with pytest.raises(CorruptRunError, match="record 3 does not apply"):
         resumable.read_doc(run.path)
     assert_error(cli("get", "r", runs=runs), 1, "does not apply")
@@ -316,7 +317,7 @@ def test_well_framed_but_malformed_records_are_corruption_not_crashes(
 ) -> None:
     """Records with a valid checksum written by some other tool may hold anything: replaying
     them either works or is a one-line CorruptRunError, never a TypeError."""
-    from resumable import journal
+    from resumable.store.files import journal
 
     d = tmp_path_factory.mktemp("framed")
     init = {"t": "init", "at": "2026-11-29T08:00:00Z", "id": "r", "task": "t", "units": ["a"]}

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from resumable.core.events import apply, finalize_done_reasons, item_id
+from resumable.core.model import UNIT_STATES
 from resumable.errors import InvalidInputError, RefusedError
-from resumable.events import apply, finalize_done_reasons, item_id
-from resumable.model import UNIT_STATES
 
 AT = "2026-11-29T08:00:00Z"
 LATER = "2026-11-29T09:00:00Z"

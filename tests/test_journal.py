@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import random
+import zlib
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resumable import journal
-from resumable.errors import CorruptRunError
+from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
+from resumable.store.files import journal
 
 PATH = "/runs/r.journal.jsonl"
 
@@ -24,7 +26,8 @@ json_values = st.recursive(
 events = st.builds(
     lambda t, body: {"t": t, **body},
     st.text(min_size=1, max_size=8),
-    st.dictionaries(st.text(max_size=6).filter(lambda k: k != "t"), json_values, max_size=4),
+    st.dictionaries(st.text(max_size=6).filter(lambda k: k not in ("t", *journal.RESERVED)), json_values,
+                    max_size=4),
 )
 
 
@@ -145,16 +148,52 @@ def test_sequence_gaps_and_repeats_are_corruption() -> None:
     assert "expected 1" in corrupt_error(journal.encode(2, a))
 
 
-# --- padding: zero bytes a writer keeps ahead of its records --------------------------------
+# --- resumable 0.1.0's zero padding after the records --------------------------------------
 
 
 @given(st.lists(events, min_size=1, max_size=6), st.integers(1, 9000))
-def test_padding_after_the_records_is_free_space(evs: list[dict[str, Any]], pad: int) -> None:
+def test_old_padding_after_the_records_ends_them_and_is_cut_by_the_next_writer(
+        evs: list[dict[str, Any]], pad: int) -> None:
     data = encode_all(evs)
     scan = journal.scan(data + bytes(pad), base=0, path=PATH, after_seq=0)
     assert scan.records == [(i + 1, e) for i, e in enumerate(evs)]
-    assert scan.end == len(data) and scan.torn == 0
-    assert journal.without_padding(data + bytes(pad)) == data
+    assert scan.end == len(data) and scan.torn == pad
+
+
+def test_records_are_one_json_object_per_line() -> None:
+    line = journal.encode(7, {"t": "unit", "unit": "a", "state": "done", "note": "x\ny"})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    obj = json.loads(line)
+    assert list(obj)[:3] == ["v", "seq", "t"] and list(obj)[-1] == "crc"
+    assert obj["v"] == journal.FORMAT and obj["seq"] == 7 and obj["note"] == "x\ny"
+    assert journal.decode_line(line[:-1]) == (7, {"t": "unit", "unit": "a", "state": "done", "note": "x\ny"})
+    # The checksum covers the sequence number and every field.
+    assert journal.decode_line(line[:-1].replace(b'"seq":7', b'"seq":8')) is None
+    assert journal.decode_line(line[:-1].replace(b'"done"', b'"dona"')) is None
+
+
+def test_an_event_may_not_carry_the_framing_keys() -> None:
+    for key in journal.RESERVED:
+        with pytest.raises(InvalidInputError):
+            journal.encode(1, {"t": "unit", key: 1})
+
+
+def newer_record(seq: int, body: str) -> bytes:
+    """A record as a newer format would frame it: same framing, other content."""
+    head = b'{"v":%d,"seq":%d,%s' % (journal.FORMAT + 1, seq, body.encode())
+    return b'%s,"crc":"%08x"}' % (head, zlib.crc32(head))
+
+
+def test_a_newer_record_format_is_refused_not_called_corrupt() -> None:
+    newer = newer_record(1, '"kind":"something new","payload":[1,2]')
+    with pytest.raises(NewerFormatError, match="newer resumable"):
+        journal.scan(newer + b"\n", base=0, path=PATH, after_seq=0)
+
+
+def test_a_bit_flip_that_raises_the_version_is_corruption() -> None:
+    line = bytearray(journal.encode(1, {"t": "init", "id": "r"}))
+    line[line.index(b'"v":1') + 4] = ord("3")
+    corrupt_error(bytes(line))
 
 
 def test_a_torn_write_into_the_padding_is_cut_off_with_everything_after_it() -> None:
@@ -164,7 +203,7 @@ def test_a_torn_write_into_the_padding_is_cut_off_with_everything_after_it() -> 
         # A prefix of the record reached the disk; the padding follows it.
         scan = journal.scan(data + last[:cut] + bytes(4096), base=0, path=PATH, after_seq=0)
         assert len(scan.records) == 2 and scan.end == len(data)
-        assert scan.torn == cut  # the writer cuts the fragment (and the padding) off
+        assert scan.torn == cut + 4096  # the writer cuts the fragment and the padding off
         # The head of the record was lost and its tail reached the disk (torn across blocks):
         # never acknowledged, as no complete record follows it.
         if cut:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resumable import jsonio
+from resumable.core import jsonio
 
 STD_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 STD_PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False)
@@ -280,7 +280,7 @@ def test_the_hot_path_does_not_import_re_or_json() -> None:
     code = (
         "import sys\n"
         "before = {'re', 'json'} & set(sys.modules)\n"
-        "from resumable import jsonio\n"
+        "from resumable.core import jsonio\n"
         "jsonio.loads(jsonio.dumps({'a': [1, 2.5, None, 'é']}))\n"
         "jsonio.dumps_pretty({'a': [1, {}]})\n"
         "print(sorted(({'re', 'json'} & set(sys.modules)) - before))\n"
@@ -293,7 +293,7 @@ def test_errors_in_a_fresh_interpreter() -> None:
     """The C scanner of Python 3.11 needs json.decoder imported to raise its errors; the first bad
     document of a process must still get the standard library's message."""
     code = (
-        "from resumable import jsonio\n"
+        "from resumable.core import jsonio\n"
         "for data in (b'{bad', b'[1, 2', b'[1,]', b'', b'[1] x'):\n"
         "    try:\n"
         "        jsonio.loads(data)\n"

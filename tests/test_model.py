@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resumable.errors import InvalidInputError
-from resumable.model import (
+from resumable.core.model import (
     check_phase_state,
     check_run_id,
     check_unit_id,
@@ -18,10 +17,11 @@ from resumable.model import (
     default_run_id,
     new_document,
     split_csv,
-    stamp,
     summary,
     upgrade,
 )
+from resumable.core.stamps import stamp
+from resumable.errors import InvalidInputError
 
 RUN_ID_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resumable.plan import find_cycles, resume_set, topological_order
+from resumable.core.plan import find_cycles, resume_set, topological_order
 
 
 def doc_of(units: dict[str, Any]) -> dict[str, Any]:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from resumable import report
-from resumable.report import build_html, report_command, timeline
+from resumable.cli.report import report_command
+from resumable.view import report
+from resumable.view.report import build_html, timeline
 from status_fixtures import (
     T0,
     attempt_count,
@@ -94,6 +95,10 @@ def test_report_command_writes_the_file_and_never_touches_the_runs_dir(tmp_path:
     write_doc(runs, sample_run())
     before = tree_state(runs)
     out = tmp_path / "out" / "r.html"
+    r = CliRunner().invoke(report_command, ["--dir", str(runs), "release", "-o", str(out)])
+    assert r.exit_code == 1 and "no such directory" in r.stderr  # a missing parent is not created
+    assert not out.parent.exists()
+    out.parent.mkdir()
     r = CliRunner().invoke(report_command, ["--dir", str(runs), "release", "-o", str(out)])
     assert r.exit_code == 0, r.stderr
     assert r.stdout.strip() == str(out)

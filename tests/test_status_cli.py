@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from resumable import view_cli
-from resumable.view_cli import Printer, status_command
+from resumable import store
+from resumable.cli import status as status_cli
+from resumable.cli.status import status_command
+from resumable.view import watch as view_cli
+from resumable.view.printer import Printer
 from status_fixtures import base_doc, big_doc, rich_doc, tree_state, ts, unit, write_doc
 
 
@@ -123,14 +126,14 @@ def test_json_is_the_document(runs: Path) -> None:
 
 def test_json_includes_the_journal_tail(tmp_path: Path) -> None:
     from resumable.api import open_run
-    from resumable.journal import encode, without_padding
+    from resumable.store.files.journal import encode
 
     runs = tmp_path / "runs"
     run = open_run("live", runs_dir=runs)
     run.init("journal tail", units=["a", "b"])
     run.close()
     journal = runs / "live.journal.jsonl"
-    data = without_padding(journal.read_bytes())
+    data = journal.read_bytes()
     seq = len(data.splitlines()) + 1
     # A record the snapshot has not caught up with yet (a writer's amortised snapshot refresh).
     journal.write_bytes(data + encode(seq, {"t": "unit", "unit": "a", "state": "done", "at": ts(5)}))
@@ -397,7 +400,7 @@ def test_watch_ctrl_c_exits_130(runs: Path, monkeypatch: pytest.MonkeyPatch) -> 
     def interrupted(*_: Any) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(view_cli, "watch_fn", interrupted)
+    monkeypatch.setattr(status_cli, "watch_fn", interrupted)
     r = CliRunner().invoke(status_command, ["--dir", str(runs), "--watch", "run-rich"])
     assert r.exit_code == 130
 
@@ -414,9 +417,8 @@ def test_watch_does_not_poll_faster_than_its_interval(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        view_cli.watch(path, lambda d, t: [[("x", "")]], Printer(io.StringIO(), color=False,
-                                                                     width=None),
-                       sleep=fake_sleep)
+        view_cli.watch(store.open_path(path), lambda d, t: [[("x", "")]],
+                       Printer(io.StringIO(), color=False, width=None), sleep=fake_sleep)
     assert sleeps == [view_cli.WATCH_INTERVAL] * stop_after
 
 
@@ -425,27 +427,26 @@ def test_watch_combined_with_json_is_a_usage_error(runs: Path) -> None:
     assert r.exit_code == 1 and r.stderr.startswith("resumable: --watch")
 
 
-def test_watch_sees_a_commit_that_moves_neither_size_nor_mtime(tmp_path: Path) -> None:
-    """A record written over the journal's padding leaves the file's size alone, and two commits
-    can share one mtime tick: the watch's change signature follows where the records end."""
-    from resumable import store
+def test_every_commit_moves_the_change_token(tmp_path: Path) -> None:
+    """--watch re-reads only when the handle's change token moves: every commit must move it, even
+    one that leaves the snapshot file alone (a large run refreshes its view on a budget)."""
     from resumable.api import open_run
+    from resumable.store.files import refresh
 
     runs = tmp_path / "runs"
     run = open_run("w", runs_dir=runs)
     run.init("watch", units=["a", "b"])
-    snap = runs / "w.json"
-    journal = runs / "w.journal.jsonl"
-    end = view_cli._JournalEnd(journal)
-    before = view_cli._signature(snap, end)
-    st_snap, st_journal = snap.stat(), journal.stat()
-    old_exact = store.EXACT_SNAPSHOT_BYTES
-    store.EXACT_SNAPSHOT_BYTES = 0  # the view stays as it is: only the journal changes
+    reader = store.open_path(runs / "w.json")
+    before = reader.change_token()
+    snap = (runs / "w.json").read_bytes()
+    old_exact = refresh.EXACT_SNAPSHOT_BYTES
+    refresh.EXACT_SNAPSHOT_BYTES = 0  # the view stays as it is: only the journal changes
     try:
         run.unit("a", "done")
     finally:
-        store.EXACT_SNAPSHOT_BYTES = old_exact
-    os.utime(journal, ns=(st_journal.st_atime_ns, st_journal.st_mtime_ns))  # the same tick
-    assert snap.stat().st_mtime_ns == st_snap.st_mtime_ns
-    assert journal.stat().st_size == st_journal.st_size
-    assert view_cli._signature(snap, end) != before
+        refresh.EXACT_SNAPSHOT_BYTES = old_exact
+    assert (runs / "w.json").read_bytes() == snap
+    after = reader.change_token()
+    assert after != before
+    assert reader.wait_for_change(before, 5.0) == after
+    assert reader.read()["units"]["a"]["status"] == "done"

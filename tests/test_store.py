@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -19,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import resumable
-from corehelpers import journal_records, records, snapshot_file, tree
-from resumable import journal, store
-from resumable.errors import NoRunError, RefusedError
+from corehelpers import data_dir_of, journal_of, journal_records, records, snapshot_file, tree
+from resumable.errors import NewerFormatError, NoRunError, RefusedError
+from resumable.store.files import journal, refresh
 
 Doc = dict[str, Any]
 
@@ -49,8 +50,8 @@ def test_files_and_exact_small_snapshot(runs: Path) -> None:
     assert sorted(p.name for p in runs.iterdir()) == ["r.journal.jsonl", "r.json", "r.lock"]
     doc, marker = snapshot_file(run.path)
     assert doc == run.doc == resumable.read_doc(run.path)
-    assert marker is not None and marker["seq"] == 2 and marker["offset"] == len(journal_records(run.journal_path))
-    assert [r[1]["t"] for r in records(run.journal_path)] == ["init", "unit"]
+    assert marker is not None and marker["seq"] == 2 and marker["offset"] == len(journal_records(journal_of(run)))
+    assert [r[1]["t"] for r in records(journal_of(run))] == ["init", "unit"]
     # The snapshot is pretty JSON, 2-space indent, seed key order.
     text = run.path.read_text()
     assert text.startswith('{\n  "schemaVersion": 2,\n  "id": "r",\n  "task": "task",\n  "status": "running",')
@@ -76,7 +77,7 @@ def test_load_is_snapshot_plus_journal_tail(runs: Path) -> None:
 def test_amortised_snapshot_refresh_for_a_large_run(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past EXACT_SNAPSHOT_BYTES the snapshot is refreshed once the journal has grown by about its
     size: it lags, loads stay exact, and flush/close make it exact."""
-    monkeypatch.setattr(store, "EXACT_SNAPSHOT_BYTES", 2048)
+    monkeypatch.setattr(refresh, "EXACT_SNAPSHOT_BYTES", 2048)
     run = make_run(runs, units=40, flush=False)
     # A large run writes no view at init (it would be replaced a few writes later); flush does.
     assert not run.path.exists()
@@ -88,7 +89,7 @@ def test_amortised_snapshot_refresh_for_a_large_run(runs: Path, monkeypatch: pyt
     last_marker = snapshot_file(run.path)[1]
     for i in range(300):
         run.unit(f"u{i % 40}", "in_progress" if i < 260 else "done")
-        seq = len(records(run.journal_path))
+        seq = len(records(journal_of(run)))
         marker = snapshot_file(run.path)[1]
         assert marker is not None
         if marker != last_marker:
@@ -97,7 +98,7 @@ def test_amortised_snapshot_refresh_for_a_large_run(runs: Path, monkeypatch: pyt
         lagged += marker["seq"] < seq
         if i % 25 == 0:
             assert resumable.read_doc(run.path) == run.doc
-    journal_bytes = run.journal_path.stat().st_size
+    journal_bytes = journal_of(run).stat().st_size
     # O(1) amortised: about one refresh per snapshot-size of journal, not one per write.
     assert 1 <= refreshes <= journal_bytes // snap_size + 2, (refreshes, journal_bytes, snap_size)
     assert lagged > 250
@@ -114,7 +115,7 @@ def test_amortised_snapshot_refresh_for_a_large_run(runs: Path, monkeypatch: pyt
 
 def test_real_large_run_lags_and_stays_exact(runs: Path) -> None:
     run = make_run(runs, units=800)
-    assert run.path.stat().st_size > store.EXACT_SNAPSHOT_BYTES
+    assert run.path.stat().st_size > refresh.EXACT_SNAPSHOT_BYTES
     for i in range(60):
         run.unit(f"u{i}", "done")
     marker = snapshot_file(run.path)[1]
@@ -155,7 +156,7 @@ def external_edit(path: Path, edit: Any) -> None:
 
 
 def base_records(run: resumable.Run) -> list[Doc]:
-    return [ev for _, ev in records(run.journal_path) if ev["t"] == "base"]
+    return [ev for _, ev in records(journal_of(run)) if ev["t"] == "base"]
 
 
 @pytest.mark.parametrize("keep_writer", [False, True])
@@ -275,9 +276,9 @@ def test_seed_snapshot_without_journal_is_a_valid_run(runs: Path) -> None:
     assert path.read_bytes() == data and sorted(p.name for p in runs.iterdir()) == ["seedrun.json"]
     with pytest.raises(RefusedError):
         run.unit("a", "pending")
-    assert not run.journal_path.exists() or records(run.journal_path) == []
+    assert not journal_of(run).exists() or records(journal_of(run)) == []
     run.unit("b", "done")
-    recs = records(run.journal_path)
+    recs = records(journal_of(run))
     assert [(s, e["t"]) for s, e in recs] == [(1, "base"), (2, "unit")]
     assert recs[0][1]["reason"] == "import" and recs[0][1]["doc"] == SEED_V2
     doc, marker = snapshot_file(path)
@@ -318,19 +319,19 @@ def test_v1_seed_file_reads_never_modify_and_first_write_upgrades_add_only(runs:
     for key in ("units", "phases", "launch", "id", "task", "status", "createdAt"):
         assert doc[key] == V1[key], key
     # The import record holds the v1 document exactly as it was.
-    assert records(run.journal_path)[0][1]["doc"] == V1
+    assert records(journal_of(run))[0][1]["doc"] == V1
 
 
 def test_init_over_a_finished_run_archives_it(runs: Path) -> None:
     run = make_run(runs, units=1)
     run.unit("u0", "done")
     run.finalize("done", result="ok")
-    old_snapshot, old_journal = run.path.read_bytes(), run.journal_path.read_bytes()
+    old_snapshot, old_journal = run.path.read_bytes(), journal_of(run).read_bytes()
     run.close()
     again = resumable.open_run("r", runs_dir=runs)
     assert again.init("second", units=["x"]) == "r"
     assert again.doc["task"] == "second" and list(again.doc["units"]) == ["x"]
-    assert [e["t"] for _, e in records(again.journal_path)] == ["init"]
+    assert [e["t"] for _, e in records(journal_of(again))] == ["init"]
     archived = sorted((runs / "archive").iterdir())
     assert [p.read_bytes() for p in archived] == [old_journal, old_snapshot]
     assert archived[0].name.startswith("r.") and archived[0].name.endswith(".journal.jsonl")
@@ -423,7 +424,7 @@ def test_gc_selection(runs: Path) -> None:
     # keep-days 0: the journal-backed aborted run goes, and its journal moves with it.
     count, _ = resumable.gc(runs, keep_days=0)
     assert count == 2  # journaled + new-done
-    assert not jr.path.exists() and not jr.journal_path.exists()
+    assert not jr.path.exists() and not journal_of(jr).exists()
     moved = sorted(p.name for p in archive.iterdir() if p.name.startswith("journaled."))
     assert len(moved) == 2 and moved[0].endswith(".journal.jsonl") and moved[1].endswith(".json")
     assert live.path.exists() and (runs / "old-needs.json").exists() and (runs / "old-running.json").exists()
@@ -475,7 +476,7 @@ def test_gc_rechecks_status_under_the_lock(runs: Path) -> None:
     run.begin()
     run.close()
     assert resumable.gc(runs, keep_days=0)[0] == 0
-    assert run.path.exists() and run.journal_path.exists()
+    assert run.path.exists() and journal_of(run).exists()
 
 
 def test_a_write_that_cannot_be_stored_leaves_no_phantom_state(runs: Path) -> None:
@@ -490,7 +491,7 @@ def test_a_write_that_cannot_be_stored_leaves_no_phantom_state(runs: Path) -> No
     for doc in (resumable.read_doc(run.path), snapshot_file(run.path)[0]):
         assert doc["units"]["u0"]["status"] == "pending" and "x" not in doc["units"]["u0"]
         assert doc["units"]["extra"]["status"] == "done"
-    assert [e["t"] for _, e in records(run.journal_path)] == ["init", "unit"]
+    assert [e["t"] for _, e in records(journal_of(run))] == ["init", "unit"]
 
 
 def test_external_edit_of_a_lagging_snapshot_keeps_the_newer_journal_records(
@@ -498,7 +499,7 @@ def test_external_edit_of_a_lagging_snapshot_keeps_the_newer_journal_records(
 ) -> None:
     """A tool that edits a lagging view (marker kept, as jq and the seed's own script do) edited an
     older state: the records after the marker are re-applied on top of the edit, nothing is lost."""
-    monkeypatch.setattr(store, "EXACT_SNAPSHOT_BYTES", 256)
+    monkeypatch.setattr(refresh, "EXACT_SNAPSHOT_BYTES", 256)
     run = make_run(runs, units=5)
     for i in range(5):
         run.unit(f"u{i}", "in_progress")
@@ -515,7 +516,7 @@ def test_external_edit_of_a_lagging_snapshot_keeps_the_newer_journal_records(
         assert doc["units"]["u4"]["status"] == "done" and doc["units"]["u3"]["status"] == "in_progress"
     assert [b["reason"] for b in base_records(run)] == ["external-edit"]
     marker = snapshot_file(run.path)[1]
-    assert marker is not None and marker["seq"] == len(records(run.journal_path))  # the view is rewritten
+    assert marker is not None and marker["seq"] == len(records(journal_of(run)))  # the view is rewritten
 
 
 def fail_on(op: str, suffix: str, err: int, times: int = 1) -> Any:
@@ -538,20 +539,20 @@ def test_failed_journal_write_is_rolled_back_and_the_next_write_works(
 
     run = make_run(runs)
     run.unit("u0", "done")
-    before_journal, before_doc = journal_records(run.journal_path), doc_copy(run)
+    before_journal, before_doc = journal_records(journal_of(run)), doc_copy(run)
     previous = fsio.set_fault_hook(fail_on(op, ".journal.jsonl", err))
     try:
         with pytest.raises(exc) as info:
             run.unit("u1", "done")
     finally:
         fsio.set_fault_hook(previous)
-    assert "\n" not in str(info.value) and str(run.journal_path) in str(info.value)
+    assert "\n" not in str(info.value) and str(journal_of(run)) in str(info.value)
     if err == 28:
         assert "no space left" in str(info.value)
-    assert journal_records(run.journal_path) == before_journal
+    assert journal_records(journal_of(run)) == before_journal
     assert run.doc == before_doc and resumable.read_doc(run.path) == before_doc
     run.unit("u1", "done")
-    assert [s for s, _ in records(run.journal_path)] == [1, 2, 3]
+    assert [s for s, _ in records(journal_of(run))] == [1, 2, 3]
     assert resumable.read_doc(run.path)["units"]["u1"]["status"] == "done"
 
 
@@ -575,7 +576,7 @@ def test_failed_snapshot_refresh_loses_nothing(runs: Path) -> None:
 @pytest.mark.parametrize("how", ["init", "gc"])
 def test_archiving_moves_the_runs_logs_with_it(runs: Path, how: str) -> None:
     run = make_run(runs, units=1)
-    logs = run.data_dir / "logs"
+    logs = data_dir_of(run) / "logs"
     logs.mkdir(parents=True)
     (logs / "u0.1.log").write_text("output\n")
     run.finalize("aborted")
@@ -584,7 +585,7 @@ def test_archiving_moves_the_runs_logs_with_it(runs: Path, how: str) -> None:
         resumable.open_run("r", runs_dir=runs).init("next")
     else:
         assert resumable.gc(runs, keep_days=0)[0] == 1
-    assert not run.data_dir.exists()
+    assert not data_dir_of(run).exists()
     moved = [p for p in (runs / "archive").iterdir() if p.is_dir()]
     assert len(moved) == 1 and moved[0].name.endswith(".d")
     assert (moved[0] / "logs" / "u0.1.log").read_text() == "output\n"
@@ -625,11 +626,11 @@ ops = st.lists(
 def test_two_writers_torn_tails_and_lost_views_match_a_pure_model(
     tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[Any, ...]], exact: int
 ) -> None:
-    from resumable.events import apply
+    from resumable.core.events import apply
 
     runs = tmp_path_factory.mktemp("model")
-    old_exact = store.EXACT_SNAPSHOT_BYTES
-    store.EXACT_SNAPSHOT_BYTES = exact
+    old_exact = refresh.EXACT_SNAPSHOT_BYTES
+    refresh.EXACT_SNAPSHOT_BYTES = exact
     try:
         writers = [resumable.open_run("r", runs_dir=runs) for _ in range(2)]
         writers[0].init("t", units=["a"])
@@ -645,7 +646,7 @@ def test_two_writers_torn_tails_and_lost_views_match_a_pure_model(
                     event = {"t": "item", "at": "x", "items": {"n": step[2]}}
                     call = lambda w=w, s=step: w.item({"n": s[2]})  # noqa: E731
                 else:
-                    from resumable.events import item_id
+                    from resumable.core.events import item_id
 
                     ids = [item_id({"n": step[2]})]
                     event = {"t": "resolve", "at": "x", "ids": ids}
@@ -681,7 +682,7 @@ def test_two_writers_torn_tails_and_lost_views_match_a_pure_model(
         assert marker is not None and marker["seq"] == len(records(runs / "r.journal.jsonl"))
         assert doc == resumable.read_doc(runs / "r.json")
     finally:
-        store.EXACT_SNAPSHOT_BYTES = old_exact
+        refresh.EXACT_SNAPSHOT_BYTES = old_exact
 
 
 def test_a_lock_free_read_of_a_rolled_back_record_never_reaches_a_write(
@@ -690,7 +691,7 @@ def test_a_lock_free_read_of_a_rolled_back_record_never_reaches_a_write(
     """Reads catch up without the lock, so they can see a record whose fsync then fails and which
     its writer cuts off again. The next write of that reader checks, under the lock, that what it
     read is still in the journal, and reloads when it is not."""
-    monkeypatch.setattr(store, "EXACT_SNAPSHOT_BYTES", 0)  # keep the view out of it: journal only
+    monkeypatch.setattr(refresh, "EXACT_SNAPSHOT_BYTES", 0)  # keep the view out of it: journal only
     make_run(runs, units=3)
     reader = resumable.open_run("r", runs_dir=runs)
     reader.refresh()
@@ -715,52 +716,84 @@ def test_a_lock_free_read_of_a_rolled_back_record_never_reaches_a_write(
     assert [seq for seq, _ in records(journal_path)] == list(range(1, len(records(journal_path)) + 1))
 
 
-# --- journal padding --------------------------------------------------------------------------
+# --- the journal as a plain file --------------------------------------------------------------
 
 
-def test_records_are_written_over_padding_and_finalize_gives_it_back(runs: Path) -> None:
+def test_the_journal_is_json_lines_that_jq_and_tail_read(runs: Path) -> None:
     run = make_run(runs)
-    size = run.journal_path.stat().st_size
-    logical = len(journal_records(run.journal_path))
-    assert size % 4096 == 0 and size - logical >= store.PAD_MIN // 2  # zeros ahead of the records
-    for i in range(20):
-        run.unit(f"u{i % 3}", "in_progress" if i % 2 else "blocked")
-    # Twenty records later the file has not grown: each was written over the padding.
-    assert run.journal_path.stat().st_size == size
-    assert len(journal_records(run.journal_path)) > logical
-    assert [s for s, _ in records(run.journal_path)] == list(range(1, 22))
-    run.finalize("aborted")
-    assert run.journal_path.stat().st_size == len(journal_records(run.journal_path))
-    assert resumable.read_doc(run.path)["status"] == "aborted"
+    run.unit("u0", "done", note="naïve\ttab \u2028 line")
+    data = journal_of(run).read_bytes()
+    assert b"\0" not in data and data.endswith(b"\n")
+    lines = data.decode().split("\n")[:-1]  # not splitlines(): U+2028 is not a line end here
+    objects = [json.loads(line) for line in lines]
+    assert [o["seq"] for o in objects] == list(range(1, len(lines) + 1))
+    assert all(o["v"] == journal.FORMAT and len(o["crc"]) == 8 for o in objects)
+    assert objects[-1]["t"] == "unit" and objects[-1]["note"] == "naïve\ttab \u2028 line"
+    out = subprocess.run(["jq", "-c", "select(.t == \"unit\") | .unit", str(journal_of(run))],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ['"u0"']
 
 
-def test_the_journal_grows_by_whole_blocks_when_a_record_reaches_its_end(runs: Path) -> None:
+def test_a_journal_of_resumable_0_1_0_loads_and_continues_in_the_new_form(runs: Path) -> None:
+    """0.1.0 wrote `<seq> <crc32> <json>` lines followed by zero padding: it still loads, and the
+    next write cuts the padding off and appends records of today's form."""
+    import zlib
+
+    def old_line(seq: int, event: dict[str, Any]) -> bytes:
+        payload = json.dumps(event, separators=(",", ":")).encode()
+        head = b"%d " % seq
+        return b"%s%08x %s\n" % (head, zlib.crc32(payload, zlib.crc32(head)), payload)
+
+    runs.mkdir()
+    at = "2026-01-01T00:00:00Z"
+    old = old_line(1, {"t": "init", "id": "r", "task": "t", "units": ["a", "b"], "at": at})
+    old += old_line(2, {"t": "unit", "unit": "a", "state": "done", "at": at})
+    (runs / "r.journal.jsonl").write_bytes(old + bytes(16384))
+    run = resumable.open_run("r", runs_dir=runs)
+    assert run.doc["units"]["a"]["status"] == "done"
+    run.unit("b", "done")
+    data = (runs / "r.journal.jsonl").read_bytes()
+    assert data.startswith(old) and b"\0" not in data
+    assert json.loads(data[len(old):].decode())["seq"] == 3
+    assert [s for s, _ in records(runs / "r.journal.jsonl")] == [1, 2, 3]
+    assert resumable.read_doc(run.path)["units"]["b"]["status"] == "done"
+
+
+def test_a_record_from_a_newer_resumable_is_refused_not_called_corrupt(runs: Path) -> None:
     run = make_run(runs)
-    first = run.journal_path.stat().st_size
-    note = "n" * 2000
-    while run.journal_path.stat().st_size == first:
-        run.unit("u0", "in_progress", note=note)
-    grown = run.journal_path.stat().st_size
-    assert grown % 4096 == 0 and grown - len(journal_records(run.journal_path)) >= store.PAD_MIN // 2
-    other = resumable.open_run("r", runs_dir=runs)  # a fresh reader finds every record
-    assert other.doc == run.doc
+    run.close()
+    import zlib
+
+    head = b'{"v":%d,"seq":3,"t":"unit","unit":"u0","shape":"of the future"' % (journal.FORMAT + 1)
+    newer = (b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head))).decode()
+    with journal_of(run).open("a") as f:
+        f.write(newer)
+    before = tree(runs)
+    proc = subprocess.run([sys.executable, "-m", "resumable", "get", "r", "--summary"], capture_output=True,
+                          text=True, env={**os.environ, "RESUMABLE_DIR": str(runs)}, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "written by a newer resumable" in proc.stderr
+    assert "corrupt" not in proc.stderr
+    with pytest.raises(NewerFormatError):
+        resumable.open_run("r", runs_dir=runs).unit("u1", "done")
+    assert tree(runs) == before
 
 
-def test_a_view_ahead_of_a_journal_cut_back_over_its_padding_is_not_trusted(runs: Path) -> None:
+def test_a_view_ahead_of_a_journal_cut_back_is_not_trusted(runs: Path) -> None:
     """The snapshot's marker points past the journal's last record (the journal was restored from
-    an older copy, padding and all, so its size gives nothing away): the journal is replayed."""
+    an older copy): the journal is replayed."""
     run = make_run(runs)
-    older = run.journal_path.read_bytes()
+    older = journal_of(run).read_bytes()
     run.unit("u0", "done")
     run.close()
     marker = snapshot_file(run.path)[1]
-    assert marker is not None and marker["offset"] > len(journal.without_padding(older))
-    run.journal_path.write_bytes(older)  # same size: the padding absorbed the record
+    assert marker is not None and marker["offset"] > len(older)
+    journal_of(run).write_bytes(older)  # restored from an older copy
     doc = resumable.read_doc(run.path)
     assert doc["units"]["u0"]["status"] == "pending"
     again = resumable.open_run("r", runs_dir=runs)
     again.unit("u1", "done")
-    assert [s for s, _ in records(run.journal_path)] == [1, 2]
+    assert [s for s, _ in records(journal_of(run))] == [1, 2]
     assert resumable.read_doc(run.path)["units"]["u1"]["status"] == "done"
 
 
@@ -769,7 +802,7 @@ def test_a_write_does_not_stat_the_journal(runs: Path, monkeypatch: pytest.Monke
     mtime (Linux 6.13+), which costs that write's fdatasync a filesystem journal commit: a
     steady-state write learns the journal's identity and size from its open descriptor."""
     run = make_run(runs, units=100)
-    monkeypatch.setattr(store, "EXACT_SNAPSHOT_BYTES", 0)
+    monkeypatch.setattr(refresh, "EXACT_SNAPSHOT_BYTES", 0)
     run.unit("u0", "in_progress")  # opens the journal
     seen: list[str] = []
     real_stat = os.stat
@@ -790,8 +823,8 @@ def test_a_write_does_not_stat_the_journal(runs: Path, monkeypatch: pytest.Monke
     for i in range(5):
         run.unit("u1", "in_progress" if i % 2 else "blocked")
     monkeypatch.undo()
-    assert str(run.journal_path) not in seen and fstats == []
-    assert records(run.journal_path)[-1][1]["unit"] == "u1"
+    assert str(journal_of(run)) not in seen and fstats == []
+    assert records(journal_of(run))[-1][1]["unit"] == "u1"
 
 
 @pytest.mark.parametrize("proc", [True, False])
@@ -806,42 +839,13 @@ def test_a_journal_replaced_under_a_cached_writer_is_noticed(
     run = make_run(runs, units=3)
     run.unit("u0", "in_progress")
     if not proc:
-        monkeypatch.setattr(run._writer, "_jlink", None)
+        monkeypatch.setattr(run.handle.writer.cursor, "jlink", None)
     doc = resumable.read_doc(runs / "o.json")
     # The other run's journal, renamed over this one; its view says the same.
-    os.replace(runs / "o.journal.jsonl", run.journal_path)
+    os.replace(runs / "o.journal.jsonl", journal_of(run))
     os.replace(runs / "o.json", run.path)
     run.unit("u1", "blocked")
     got = resumable.read_doc(run.path)
     assert got["units"]["u2"]["status"] == "done" and got["units"]["u0"]["status"] == "pending"
     assert got["units"]["u1"]["status"] == "blocked"
     assert got["id"] == doc["id"]
-
-
-def test_a_nearly_full_disk_takes_the_record_without_its_padding(runs: Path) -> None:
-    from resumable import fsio
-
-    run = make_run(runs)
-    note = "n" * 3000
-    size = run.journal_path.stat().st_size
-    while len(journal_records(run.journal_path)) + 3100 <= size:
-        run.unit("u0", "in_progress", note=note)
-    calls: list[int] = []
-
-    def full(op: str, path: str) -> None:
-        if op == "write" and path.endswith(".journal.jsonl"):
-            calls.append(1)
-            if len(calls) == 1:  # the write carrying new padding: no room for it
-                raise OSError(28, os.strerror(28), path)
-
-    previous = fsio.set_fault_hook(full)
-    try:
-        run.unit("u1", "done", note=note)
-    finally:
-        fsio.set_fault_hook(previous)
-    assert len(calls) == 2  # the padded write, then the record alone
-    assert run.journal_path.stat().st_size == len(journal_records(run.journal_path))
-    assert resumable.read_doc(run.path)["units"]["u1"]["status"] == "done"
-    run.unit("u2", "done")  # room again: the padding comes back
-    assert run.journal_path.stat().st_size > len(journal_records(run.journal_path))
-    assert [s for s, _ in records(run.journal_path)][-1] == len(records(run.journal_path))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from resumable import view
+from resumable.view import status as view
 from status_fixtures import T0, base_doc, big_doc, rich_doc, ts, unit
 
 NOW = T0 + 3600.0

@@ -21,7 +21,7 @@ _EXPORTS = {
     "gc": "resumable.api",
     "open_run": "resumable.api",
     "read_doc": "resumable.api",
-    "run_job": "resumable.runner.api",
+    "run_job": "resumable.api",
     "CorruptRunError": "resumable.errors",
     "InvalidInputError": "resumable.errors",
     "NoRunError": "resumable.errors",
@@ -39,13 +39,13 @@ if TYPE_CHECKING:
     from resumable.api import gc as gc
     from resumable.api import open_run as open_run
     from resumable.api import read_doc as read_doc
+    from resumable.api import run_job as run_job
     from resumable.errors import CorruptRunError as CorruptRunError
     from resumable.errors import InvalidInputError as InvalidInputError
     from resumable.errors import NoRunError as NoRunError
     from resumable.errors import RefusedError as RefusedError
     from resumable.errors import ResumableError as ResumableError
     from resumable.errors import StoreError as StoreError
-    from resumable.runner.api import run_job as run_job
 
 
 def __getattr__(name: str) -> object:

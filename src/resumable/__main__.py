@@ -1,3 +1,3 @@
-from resumable.cli import launch
+from resumable.cli.main import launch
 
 launch()

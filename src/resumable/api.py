@@ -1,4 +1,4 @@
-"""The Python API: everything the CLI can do, as methods of a ``Run``.
+"""The Python API: everything the CLI can do, as methods of a ``Run`` and a few functions.
 
     >>> import resumable
     >>> run = resumable.open_run("nightly", runs_dir="/tmp/runs")
@@ -8,7 +8,7 @@
     >>> run.resume_set()["eligible"]
     ['load']
 
-Every write is an event appended to the run's journal and fsynced before the method returns.
+Every write is an event committed to the run's store and durable before the method returns.
 Refusals raise ``RefusedError`` (exit 2 in the CLI), bad input ``InvalidInputError``.
 """
 
@@ -17,20 +17,10 @@ from __future__ import annotations
 import os
 
 from resumable import store
+from resumable.core import verbs
+from resumable.core.model import check_run_id, default_run_id, summary
+from resumable.core.plan import resume_set
 from resumable.errors import InvalidInputError, NoRunError
-from resumable.model import (
-    VALIDATION_ALIASES,
-    check_nesting,
-    check_phase_state,
-    check_run_id,
-    check_unit_id,
-    check_unit_state,
-    default_run_id,
-    stamp,
-    summary,
-)
-from resumable.plan import resume_set
-from resumable.store import read_doc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,131 +29,101 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any
 
-__all__ = ["Run", "find_runs_dir", "open_run", "read_doc"]
+    from resumable.runner.options import RunOptions
+    from resumable.store.backend import Backend, RunHandle
 
+__all__ = ["Run", "find_runs_dir", "gc", "open_run", "read_doc", "run_job"]
 
-def validate_launch(launch: object) -> dict[str, Any]:
-    """The seed's ``--launch`` checks: a plain object with a non-blank ``scriptPath`` and, when
-    present, an object ``args``; or the runner's ``{"kind": "resumable", "argv": [...]}``."""
-    if not isinstance(launch, dict):
-        kind = "null" if launch is None else "an array" if isinstance(launch, list) else (
-            type(launch).__name__)
-        raise InvalidInputError(f"--launch must be a JSON object {{ scriptPath, args }} — got {kind}")
-    if launch.get("kind") == "resumable":
-        argv = launch.get("argv")
-        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise InvalidInputError("--launch.argv must be a non-empty array of strings")
-        return launch
-    script = launch.get("scriptPath")
-    if not isinstance(script, str) or not script.strip():
-        raise InvalidInputError(
-            "--launch.scriptPath must be a non-empty string (the script that resumes this run)"
-        )
-    if "args" in launch and not isinstance(launch["args"], dict):
-        raise InvalidInputError("--launch.args must be a JSON object when present")
-    return launch
+validate_launch = verbs.validate_launch
 
 
 def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
-    """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else the nearest ``.resumable/runs``
-    walking up from the current directory (as git finds ``.git``), else ``./.resumable/runs``."""
+    """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else the nearest ``.resumable/runs`` (or
+    the seed's ``.ulpi/runs``) walking up from the current directory, as git finds ``.git``, else
+    ``./.resumable/runs``."""
     from pathlib import Path
 
-    return Path(store.runs_dir(explicit, create=create))
+    found = Path(store.open_backend(explicit).root)
+    if create:
+        found.mkdir(parents=True, exist_ok=True)
+    return found
 
 
 class Run:
-    """One run: its files, and a method per verb. Not thread-safe; one per process is typical,
-    but any number of processes may hold a Run on the same files at once."""
+    """One run, with a method per verb. Not thread-safe: one per thread (any number of processes
+    and threads may hold a Run on the same run at once)."""
 
-    def __init__(self, files: store.RunFiles, runs_dir: str) -> None:
-        self.files = files
-        self._runs_dir = runs_dir
-        self._writer = store.Writer(files)
+    def __init__(self, handle: RunHandle, backend: Backend | None = None, *, by_path: bool = False) -> None:
+        self.handle = handle
+        self.backend = backend
+        self._by_path = by_path  # opened by a .json path (the seed's form), not by run id
 
-    # -- files (Path objects for callers; the store itself works on strings) --
     @property
-    def runs_dir(self) -> Path:
-        from pathlib import Path
+    def run_id(self) -> str:
+        return self.handle.run_id
 
-        return Path(self._runs_dir)
+    @property
+    def location(self) -> str:
+        """Where the run lives: its snapshot file's path in a runs directory."""
+        return self.handle.location
 
     @property
     def path(self) -> Path:
         from pathlib import Path
 
-        return Path(self.files.snapshot)
-
-    @property
-    def journal_path(self) -> Path:
-        from pathlib import Path
-
-        return Path(self.files.journal)
-
-    @property
-    def lock_path(self) -> Path:
-        from pathlib import Path
-
-        return Path(self.files.lock)
-
-    @property
-    def data_dir(self) -> Path:
-        from pathlib import Path
-
-        return Path(self.files.data_dir)
+        return Path(self.handle.location)
 
     @property
     def snapshot_error(self) -> str | None:
-        """Set when the last snapshot refresh failed (the write itself is safe in the journal)."""
-        return self._writer.snapshot_error
+        """Set when the last write was durable but the snapshot view could not be refreshed."""
+        return self.handle.warning
 
     def exists(self) -> bool:
-        return os.path.lexists(self.files.snapshot) or os.path.lexists(self.files.journal)
+        return self.handle.exists()
 
     # -- reads --
     @property
     def doc(self) -> dict[str, Any]:
         """The current document (treat it as read-only; it changes as you write)."""
-        return self.refresh()
+        return self.handle.read()
 
     def refresh(self) -> dict[str, Any]:
-        state = self._writer.current()
-        if state.doc is None:
-            raise NoRunError(f"no run at {self.files.snapshot} — create it with `resumable init`")
-        return state.doc
+        return self.handle.read()
 
     def summary(self) -> dict[str, Any]:
-        return summary(self.refresh())
+        return summary(self.handle.read())
 
     def resume_set(self) -> dict[str, Any]:
-        return resume_set(self.refresh())
+        return resume_set(self.handle.read())
 
     def status_text(self, *, width: int = 100) -> str:
         """The default view of ``resumable status`` for this run, as plain text."""
         import time
 
-        from resumable.view import plain, render_status
+        from resumable.view.status import plain, render_status
 
-        lines = render_status(self.refresh(), file=self.files.snapshot, now=time.time(), width=width)
+        lines = render_status(self.handle.read(), file=self.location, now=time.time(), width=width)
         return "\n".join(plain(line) for line in lines)
 
     def resume_recipe(self) -> dict[str, Any]:
         """How to resume this run: ``resumable status --resume --json``'s descriptor."""
-        from resumable.recipe import classify
+        from resumable.core.recipe import classify
 
-        return classify(self.refresh(), self.path, here=os.getcwd())
+        return classify(self.handle.read(), self.location, here=os.getcwd())
 
     def report_html(self) -> str:
         """``resumable report``'s self-contained HTML page for this run."""
-        from resumable.report import build_html
+        from resumable.view.report import build_html
 
-        return build_html(self.refresh(), file=self.files.snapshot)
+        return build_html(self.handle.read(), file=self.location)
+
+    def history(self, since: int = 0) -> list[dict[str, Any]]:
+        """Every recorded event after sequence number ``since``, oldest first (``resumable log``)."""
+        return [{"seq": r.seq, **r.event} for r in self.handle.history(since)]
 
     # -- writes --
-    def _commit(self, event: dict[str, Any], *, init: bool = False, lazy_view: bool = False) -> Any:
-        check_nesting(event)
-        event["at"] = stamp()
-        return self._writer.commit(lambda _doc: event, init=init, lazy_view=lazy_view)
+    def _commit(self, event: dict[str, Any], *, lazy_view: bool = False) -> Any:
+        return self.handle.commit([event], lazy_view=lazy_view)[0]
 
     def init(
         self,
@@ -175,38 +135,24 @@ class Run:
         required_phases: Sequence[str] = (),
         require_validation: bool = False,
     ) -> str:
-        """Start the run (refused, exit 2, while a live run has these files; a finished run's
-        files are archived first). Returns the run id."""
+        """Start the run (refused, exit 2, while a live run has this id; a finished run is
+        archived first). Returns the run id."""
         if not isinstance(task, str) or not task.strip():
             raise InvalidInputError('init requires a task description (--task "<desc>")')
-        if self.files.by_id:
-            stem = self.files.stem
-            if run_id is not None and run_id != stem:
+        own = self.handle.run_id
+        if not self._by_path:
+            if run_id is not None and run_id != own:
                 raise InvalidInputError(
-                    f"--id {run_id} does not match the run named {stem}; give one or the other"
-                )
-            run_id = stem
+                    f"--id {run_id} does not match the run named {own}; give one or the other")
+            run_id = own
         run_id = check_run_id(run_id) if run_id is not None else default_run_id()
-        for u in units:
-            check_unit_id(u)
-        if launch is not None:
-            validate_launch(launch)
-        event: dict[str, Any] = {"t": "init", "id": run_id, "task": task, "units": list(units)}
-        if launch is not None:
-            event["launch"] = launch
-        if required_phases:
-            event["requiredPhases"] = list(required_phases)
-        if require_validation:
-            event["requireValidation"] = True
-        self._commit(event, init=True)
+        self._commit(verbs.init(task, run_id, units=units, launch=launch, required_phases=required_phases,
+                                require_validation=require_validation))
         return run_id
 
     def begin(self, launch: dict[str, Any] | None = None) -> None:
         """(Re)open the run for a new working session: status running, launch recorded."""
-        event: dict[str, Any] = {"t": "begin"}
-        if launch is not None:
-            event["launch"] = validate_launch(launch)
-        self._commit(event)
+        self._commit(verbs.begin(launch))
 
     def unit(
         self,
@@ -220,68 +166,41 @@ class Run:
         lazy_view: bool = False,
     ) -> None:
         """Set a unit's state. ``lazy_view=True`` skips rewriting a small run's snapshot file for
-        this write (it is durable in the journal and every resumable reader sees it): the runner
-        uses it when a step starts, so a step costs one snapshot rewrite, not two."""
-        check_unit_id(unit_id)
-        check_unit_state(state)
-        event: dict[str, Any] = {"t": "unit", "unit": unit_id, "state": state}
-        if note is not None:
-            event["note"] = note
-        if deps is not None:
-            event["deps"] = [check_unit_id(d) for d in deps]
-        if attempt is not None:
-            event["attempt"] = attempt
-        if fields is not None:
-            event["fields"] = fields
-        self._commit(event, lazy_view=lazy_view)
+        this write (it is durable in the journal and every resumable reader sees it)."""
+        self._commit(verbs.unit(unit_id, state, note=note, deps=deps, attempt=attempt, fields=fields),
+                     lazy_view=lazy_view)
 
     def invalidate(self, unit_id: str, reason: str) -> None:
         """Send a unit (typically done) back to pending, recording why: the only way a done unit
         is ever re-run."""
-        self._commit({"t": "invalidate", "unit": check_unit_id(unit_id), "reason": reason})
+        self._commit(verbs.invalidate(unit_id, reason))
 
     def phase(self, name: str, state: str) -> None:
-        if not isinstance(name, str) or not name:
-            raise InvalidInputError("phase requires <phase> <pending|running|done|blocked|skipped>")
-        self._commit({"t": "phase", "phase": name, "state": check_phase_state(state)})
+        self._commit(verbs.phase(name, state))
 
     def item(self, items: object) -> list[str]:
         """Record open findings; returns their stable ids (an object or an array of them)."""
-        out: list[str] = self._commit({"t": "item", "items": items})
+        out: list[str] = self._commit(verbs.item(items))
         return out
 
     def resolve(self, ids: Sequence[str]) -> list[str]:
         """Move open findings to resolvedItems; returns the ids actually moved."""
-        out: list[str] = self._commit({"t": "resolve", "ids": [str(i) for i in ids]})
+        out: list[str] = self._commit(verbs.resolve(ids))
         return out
 
     def validation(self, status: str, note: str | None = None) -> None:
-        canonical = VALIDATION_ALIASES.get(status)
-        if canonical is None:
-            raise InvalidInputError("validation requires <green|red> (aliases: pass/ok/fail)")
-        event: dict[str, Any] = {"t": "validation", "status": canonical}
-        if note is not None:
-            event["note"] = note
-        self._commit(event)
+        self._commit(verbs.validation(status, note))
 
     def finalize(self, status: str, result: str | None = None) -> None:
-        if status not in ("done", "needs_attention", "aborted"):
-            raise InvalidInputError("finalize requires <done|needs_attention|aborted>")
-        event: dict[str, Any] = {"t": "finalize", "status": status}
-        if result is not None:
-            event["result"] = result
-        self._commit(event)
+        self._commit(verbs.finalize(status, result))
 
     # -- lifetime --
     def flush(self) -> None:
         """Bring the snapshot file up to date (large runs refresh it on a budget)."""
-        self._writer.flush()
+        self.handle.flush()
 
     def close(self) -> None:
-        try:
-            self._writer.flush()
-        finally:
-            self._writer.close()
+        self.handle.close()
 
     def __enter__(self) -> Run:
         return self
@@ -296,17 +215,44 @@ class Run:
 
 
 def open_run(
-    run: str | os.PathLike[str], *, runs_dir: str | os.PathLike[str] | None = None
+    run: str | os.PathLike[str], *, runs_dir: str | os.PathLike[str] | None = None, store_url: str | None = None
 ) -> Run:
-    """A run by id (``<runs-dir>/<id>.json``) or by the path of its ``.json`` status file.
-    Opening does not touch the disk; the first write of ``init`` creates the files."""
-    directory = store.runs_dir(runs_dir)
-    return Run(store.resolve_run(run, directory), directory)
+    """A run by id, or by the path of its ``.json`` status file. Opening does not touch the store;
+    the first write of ``init`` creates the run. ``store_url`` (or ``RESUMABLE_STORE``) selects a
+    PostgreSQL store instead of the runs directory."""
+    text = os.fspath(run)
+    if text.endswith(".json"):
+        return Run(store.open_path(text), by_path=True)
+    backend = store.open_backend(runs_dir, url=store_url)
+    return Run(backend.open(text), backend)
 
 
-def gc(runs_dir: str | os.PathLike[str] | None = None, keep_days: float = 7) -> tuple[int, str]:
+def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The current document of the run whose status file is ``path``; never writes. Raises
+    NoRunError / StoreError when it does not exist, CorruptRunError when it cannot be read."""
+    doc = store.open_path(path).load()
+    if doc is None:
+        raise NoRunError(f"no run at {os.fspath(path)}")
+    return doc
+
+
+def gc(runs_dir: str | os.PathLike[str] | None = None, keep_days: float = 7, *,
+       store_url: str | None = None) -> tuple[int, str]:
     """Archive done/aborted runs older than ``keep_days``; returns (count, archive dir), count -1
     when there is no runs directory."""
     if keep_days < 0 or keep_days != keep_days:
         raise InvalidInputError("--keep-days must be a non-negative number")
-    return store.gc(store.runs_dir(runs_dir), keep_days)
+    result = store.open_backend(runs_dir, url=store_url).gc(keep_days)
+    return result.moved, result.archive
+
+
+def run_job(jobfile: str | os.PathLike[str] | None = None, **options: Any) -> int:
+    """Run a job as ``resumable run`` does and return its exit code (0 done, 1 a step failed,
+    2 refused, 130 interrupted). Options are ``RunOptions``' fields (``jobs=2``,
+    ``keep_going=True``, ``steps=["id:command", ...]``, ...); bad input raises the same errors the
+    command reports."""
+    from resumable.runner.options import RunOptions
+    from resumable.runner.session import run
+
+    opts: RunOptions = RunOptions.from_api(jobfile, **options)
+    return run(opts)

@@ -210,3 +210,37 @@ def atomic_write(path: str, data: bytes, *, durable_rename: bool = True) -> None
         raise
     if durable_rename:
         fsync_dir(head or ".")
+
+
+def write_output(path: str, data: bytes) -> None:
+    """Write a file the user named (``report -o PATH``) safely: only ever a regular file, in a
+    directory that exists, replaced atomically (a browser reloading it never sees half a page).
+    Raises OSError: EEXIST-like ``ENOTSUP`` "not a regular file" for a path that exists and is not a
+    regular file (a link, a device such as /dev/full, a FIFO, a directory), ENOENT for a missing
+    parent directory (it is not created)."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.ENOTSUP, "exists and is not a regular file", path)
+    head = os.path.dirname(path) or "."
+    if not os.path.isdir(head):
+        raise OSError(errno.ENOENT, "no such directory", head)
+    tmp = os.path.join(head, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    fd = open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        try:
+            write_all(fd, data, tmp)
+        finally:
+            os.close(fd)
+        replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

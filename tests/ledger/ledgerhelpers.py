@@ -45,7 +45,7 @@ def document(phase: str = "implement", *, ticket: str = "OMN-2143", run: str = R
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str, base: Path | None = None) -> tuple[int, str, str]:
     """``resumable checkpoint ARGS`` in-process: (exit code, stdout, stderr)."""
-    from resumable.cli import main
+    from resumable.cli.main import main
 
     argv = ["checkpoint", *args]
     if base is not None and args and args[0] not in ("-v", "--verbose"):

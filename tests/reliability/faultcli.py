@@ -22,7 +22,7 @@ import sys
 
 def main() -> int:
     from resumable import fsio
-    from resumable.cli import main as cli_main
+    from resumable.cli.main import main as cli_main
 
     spec = os.environ.get("PROOF_FAULT", "")
     log_path = os.environ.get("PROOF_FAULT_LOG")

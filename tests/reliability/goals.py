@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resumable import api, fsio, journal, snapshot, store
+from resumable import api, fsio
 from resumable.errors import CorruptRunError, ResumableError
+from resumable.store.files import journal, snapshot
 
 from . import harness as h
 
@@ -85,7 +86,7 @@ def r1_sigkill(base: Path, trials: int = 1000, seed: int = 1) -> Result:
             continue
         j = len(acks)
         try:
-            doc = store.read_doc(runs / "proof.json")
+            doc = api.read_doc(runs / "proof.json")
             data = (runs / "proof.journal.jsonl").read_bytes()
             scan = journal.scan(data, base=0, path=runs / "proof.journal.jsonl", after_seq=0)
         except ResumableError as exc:
@@ -178,10 +179,10 @@ def r3_torn_and_flipped(base: Path, flip_records: int = 3) -> Result:
     for i in range(6):
         run.unit(f"u{i}", "in_progress")
         run.unit(f"u{i}", "done", note="x" * i)
-    run._writer.close()
+    run.handle.writer.close()
     jpath = src / "proof.journal.jsonl"
     full = jpath.read_bytes()
-    data = journal.without_padding(full)
+    data = full.split(b"\0", 1)[0]
     offsets = [0]
     for line in data.splitlines(keepends=True):
         offsets.append(offsets[-1] + len(line))
@@ -197,7 +198,7 @@ def r3_torn_and_flipped(base: Path, flip_records: int = 3) -> Result:
     d = base / "snapbase"
     d.mkdir()
     (d / "proof.journal.jsonl").write_bytes(data[: offsets[nrec - 2]])
-    snap_before_tail = snapshot.encode(store.read_doc(d / "proof.json"), nrec - 2, offsets[nrec - 2])
+    snap_before_tail = snapshot.encode(api.read_doc(d / "proof.json"), nrec - 2, offsets[nrec - 2])
     res = Result("R3", True, "")
     cuts = 0
     start = offsets[nrec - 2]
@@ -224,7 +225,7 @@ def r3_torn_and_flipped(base: Path, flip_records: int = 3) -> Result:
             try:
                 r = api.open_run("proof", runs_dir=d)
                 r.unit("after", "done")
-                r._writer.close()
+                r.handle.writer.close()
                 after = (d / "proof.journal.jsonl").read_bytes()
                 scan = journal.scan(after, base=0, path=d / "x", after_seq=0)
                 if len(scan.records) != complete + 1 or scan.torn:
@@ -251,13 +252,13 @@ def r3_torn_and_flipped(base: Path, flip_records: int = 3) -> Result:
             for attempt in ("read", "write"):
                 try:
                     if attempt == "read":
-                        store.read_doc(d / "proof.json")
+                        api.read_doc(d / "proof.json")
                     else:
                         rr = api.open_run("proof", runs_dir=d)
                         try:
                             rr.unit("after", "done")
                         finally:
-                            rr._writer.close()
+                            rr.handle.writer.close()
                     msgs.append(None)
                 except CorruptRunError as exc:
                     msgs.append(str(exc))
@@ -461,7 +462,10 @@ def r6_concurrent(base: Path, writers: int = 16, each: int = 1000, *, unsafe: bo
     for w in range(writers):
 
         def body(ack: Any, w: int = w) -> None:
-            store.UNSAFE_NO_LOCK = unsafe
+            if unsafe:  # the negative control: writers without their flock (this child only)
+                import fcntl
+
+                fcntl.flock = lambda *_: None  # type: ignore[assignment]
             run = api.open_run("proof", runs_dir=runs)
             for j in range(each):
                 run.unit(f"w{w}", "in_progress", note=str(j))
@@ -512,7 +516,7 @@ def r6_with_control(base: Path, writers: int = 16, each: int = 1000, control_eac
 
 
 def _in_process(argv: list[str]) -> tuple[int, str, str]:
-    from resumable.cli import main
+    from resumable.cli.main import main
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")
@@ -658,10 +662,10 @@ def r9_malformed(base: Path, n: int = 10000, subprocess_sample: int = 40, seed: 
     outside.mkdir(parents=True)
     live = api.open_run("live", runs_dir=runs)
     live.init("r9", units=["a", "b"])
-    live._writer.close()
+    live.handle.writer.close()
     victim = api.open_run(str(outside / "victim.json"), runs_dir=runs)
     victim.init("victim", units=["a"])
-    victim._writer.close()
+    victim.handle.writer.close()
     os.symlink(outside / "victim.json", runs / "evil.json")
     os.symlink(outside / "victim.journal.jsonl", runs / "evil.journal.jsonl")
     (outside / "job.toml").write_text("")

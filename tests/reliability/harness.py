@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from resumable import api, fsio, store
+from resumable import api, fsio
 from resumable.errors import NoRunError
 
 TIME_KEYS = frozenset({"at", "createdAt", "updatedAt", "startedAt", "finishedAt", "resolvedAt"})
@@ -38,7 +38,7 @@ def strip_times(value: Any) -> Any:
 def load_state(snapshot: Path) -> dict[str, Any] | None:
     """The run's document as a fresh reader sees it (None: no run). Raises on corruption."""
     try:
-        return strip_times(store.read_doc(snapshot))
+        return strip_times(api.read_doc(snapshot))
     except NoRunError:
         return None
 
@@ -86,10 +86,10 @@ def run_ops(runs_dir: Path, ops: list[tuple[str, Op]], ack: Callable[[int], None
             run = api.open_run("proof", runs_dir=runs_dir)
         ops[i][1](run)
         if fresh:
-            run._writer.close()
+            run.handle.writer.close()
         if ack is not None:
             ack(i)
-    run._writer.close()
+    run.handle.writer.close()
 
 
 def reference_states(base: Path, ops: list[tuple[str, Op]]) -> list[dict[str, Any] | None]:

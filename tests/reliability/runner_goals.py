@@ -15,10 +15,19 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-from resumable.runner.ownership import is_live, lock_path
+from resumable import store
 
 from .goals import Result
+
+
+def is_live(state: Path, run_id: str) -> dict[str, Any] | None:
+    return store.open_backend(state).lease(run_id).holder()
+
+
+def lock_path(state: Path, run_id: str) -> Path:
+    return state / f"{run_id}.runner.lock"
 
 STEPTREE = Path(__file__).with_name("steptree.py")
 

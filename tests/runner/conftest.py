@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from resumable.runner.cli import run_command
+from resumable.cli.run import run_command
 
 RUN_ARGV = [sys.executable, "-c",
-            "from resumable.runner.cli import run_command; run_command(prog_name='resumable run')"]
+            "from resumable.cli.run import run_command; run_command(prog_name='resumable run')"]
 
 
 @pytest.fixture

@@ -52,21 +52,30 @@ def test_leftover_background_process_of_a_finished_step_is_stopped(work: Path) -
     assert not pid_alive(int((work / "bgpid").read_text()))
 
 
-def test_reused_pid_is_never_killed() -> None:
-    from resumable.runner.process import GroupRecord, reap_leftovers
+def test_only_processes_carrying_the_secret_are_reaped() -> None:
+    """A lock file names groups; only processes proven to carry the recording runner's secret in
+    their environment are signalled: a reused pid, or any process a forged file names, never is,
+    even with its real start time recorded."""
+    from resumable.runner.process import TOKEN_ENV, reap, start_token
+    from resumable.store.values import LeftoverGroup
 
     other = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    ours = subprocess.Popen(["sleep", "30"], start_new_session=True, env={**os.environ, TOKEN_ENV: "s3cret"})
     try:
         time.sleep(0.05)
-        # A record naming this pgid but with another start token: a reused pid, not ours.
-        killed = reap_leftovers([GroupRecord(other.pid, "12345")], "some-dead-runner", grace=0.1)
-        assert killed == [] and other.poll() is None
-        from resumable.runner.process import start_token
-
-        killed = reap_leftovers([GroupRecord(other.pid, start_token(other.pid))], None, grace=0.5)
-        assert killed == [other.pid]
-        other.wait(timeout=2)
+        forged = LeftoverGroup(other.pid, start_token(other.pid), "s3cret")
+        gone, alive = reap([forged], grace=0.1)
+        assert other.poll() is None and alive == []
+        assert gone == [forged]  # nothing of ours is in that group: proven gone, dropped
+        mine = LeftoverGroup(ours.pid, start_token(ours.pid), "s3cret")
+        wrong_secret = LeftoverGroup(ours.pid, start_token(ours.pid), "other")
+        gone, alive = reap([wrong_secret], grace=0.1)
+        assert ours.poll() is None
+        gone, alive = reap([mine], grace=0.5)
+        assert gone == [mine] and alive == []
+        ours.wait(timeout=2)
     finally:
-        if other.poll() is None:
-            os.kill(other.pid, signal.SIGKILL)
-            other.wait()
+        for p in (other, ours):
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait()

@@ -79,9 +79,23 @@ class Spawner:
 
 
 class Store:
+    """A RunHandle that records unit events (the scheduler writes only those)."""
+
     def __init__(self) -> None:
         self.units: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, ...]] = []
+
+    def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+        for ev in events:
+            if ev["t"] == "unit":
+                self.unit(ev["unit"], ev["state"], note=ev.get("note"), deps=ev.get("deps"),
+                          attempt=ev.get("attempt"), fields=ev.get("fields"))
+            elif ev["t"] == "invalidate":
+                self.invalidate(ev["unit"], ev["reason"])
+        return [None] * len(events)
+
+    def load(self) -> dict[str, Any]:
+        return {"units": self.units}
 
     def unit(self, unit_id: str, state: str, *, note: str | None = None,
              deps: Sequence[str] | None = None, attempt: dict[str, Any] | None = None,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from resumable.core.text import escape_controls
 from resumable.runner.explain import Decision
 from resumable.runner.jobfile import Job, Step
 
@@ -54,7 +55,7 @@ class PlainReporter:
 
     def _p(self, text: str) -> None:
         if not self.quiet:
-            print(text, file=self.out, flush=True)
+            print(escape_controls(text), file=self.out, flush=True)
 
     def start(self, job: Job, decisions: Mapping[str, Decision],
               estimates: Mapping[str, float]) -> None:
@@ -79,7 +80,7 @@ class PlainReporter:
         self._p(f"blocked {step.id} (needs {root}, which failed)")
 
     def warn(self, message: str) -> None:
-        print(f"resumable: warning: {message}", file=self.err, flush=True)
+        print(f"resumable: warning: {escape_controls(message)}", file=self.err, flush=True)
 
     def tick(self) -> None:
         pass
@@ -91,9 +92,10 @@ class PlainReporter:
         for sid, log in self.failed_logs:
             lines = tail(log)
             if lines:
-                print(f"--- last lines of {sid} ({log}) ---", file=out)
+                # A step's output is data: printed raw it could retitle the window or clear it.
+                print(escape_controls(f"--- last lines of {sid} ({log}) ---"), file=out)
                 for line in lines:
-                    print(f"  {line}", file=out)
+                    print(f"  {escape_controls(line)}", file=out)
 
 
 class LiveReporter(PlainReporter):
@@ -123,7 +125,7 @@ class LiveReporter(PlainReporter):
         self.t0 = time.monotonic()
         for d in decisions.values():
             if not d.run:
-                self.console.print(f"[dim]skip   {d.step} ({d.reason})[/dim]")
+                self.console.print(f"[dim]skip   {d.step} ({_markup(d.reason)})[/dim]")
         self.live.start()
         self._refresh()
 
@@ -190,7 +192,7 @@ class LiveReporter(PlainReporter):
         self.console.print(f"[yellow]blocked[/yellow] {step.id} (needs {root}, which failed)")
 
     def warn(self, message: str) -> None:
-        self.console.print(f"[yellow]resumable: warning: {message}[/yellow]")
+        self.console.print(f"[yellow]resumable: warning: {_markup(message)}[/yellow]")
 
     def tick(self) -> None:
         if time.monotonic() - self._last > 0.25:
@@ -200,7 +202,14 @@ class LiveReporter(PlainReporter):
         self.live.stop()
 
 
-def make_reporter(quiet: bool, *, out: IO[str] | None = None) -> PlainReporter:
+def _markup(text: str) -> str:
+    """Data inside rich markup: control characters escaped, and "[...]" not taken for a style."""
+    from rich.markup import escape
+
+    return escape(escape_controls(text))
+
+
+def make_reporter(quiet: bool, *, verbose: bool = False, out: IO[str] | None = None) -> PlainReporter:
     stream = out or sys.stdout
     if not quiet and stream.isatty():
         return LiveReporter(stream)

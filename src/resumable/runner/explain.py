@@ -71,7 +71,7 @@ def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -
 
 def plan(job: Job, units: Mapping[str, Any], *, force: bool) -> dict[str, Decision]:
     """Decisions for every step, in an order where needs come first (the job is acyclic)."""
-    from resumable.plan import topological_order
+    from resumable.core.plan import topological_order
 
     order = topological_order({s.id: s.needs for s in job.steps})
     by_id = {s.id: s for s in job.steps}

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resumable.core.plan import find_cycles
 from resumable.errors import InvalidInputError, UsageError
-from resumable.plan import find_cycles
 
 # Step ids become log file names and unit ids: keep them to a portable, traversal-free alphabet.
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

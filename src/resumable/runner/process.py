@@ -5,9 +5,8 @@ Hazards guarded against (seed weakness 3.6(1)):
   (``start_new_session``), and signals go to the process group;
 - a grandchild holding stdout open makes a pipe reader hang after the kill: output goes to a file,
   never a pipe, so nothing waits on EOF;
-- a reused pid must never be killed: a process is identified by (pid, start time from
-  ``/proc/<pid>/stat``), and leftovers of a dead runner also carry the runner's token in their
-  environment;
+- a reused pid, or any process a forged lock file names, must never be killed: a dead runner's
+  leftovers are only signalled when they carry that runner's secret in their environment;
 - PID 1 in containers may not reap orphans: zombies are not counted as live group members.
 """
 
@@ -17,8 +16,9 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Protocol
+
+from resumable.store.values import LeftoverGroup
 
 TOKEN_ENV = "RESUMABLE_RUNNER_TOKEN"
 
@@ -153,17 +153,6 @@ def spawn(argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> S
     return StepProcess(popen)
 
 
-@dataclass(frozen=True)
-class GroupRecord:
-    """A running step's group as written to the runner lock, for reaping after a crash."""
-
-    pgid: int
-    token: str | None  # start token of the leader (pid == pgid)
-
-    def to_json(self) -> dict[str, object]:
-        return {"pgid": self.pgid, "startToken": self.token}
-
-
 def _environ_has(pid: int, needle: bytes) -> bool:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
@@ -172,39 +161,47 @@ def _environ_has(pid: int, needle: bytes) -> bool:
         return False
 
 
-def reap_leftovers(
-    groups: Iterable[GroupRecord],
-    runner_token: str | None,
+def reap(
+    groups: Iterable[LeftoverGroup],
     *,
     grace: float = 2.0,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] | None = None,
-) -> list[int]:
-    """Stop what a dead runner's steps left running. A process is stopped only when it is in a
-    recorded group and provably ours: it is that group's leader with the recorded start token, or
-    it carries the dead runner's token in its environment. Returns the pids signalled."""
+) -> tuple[list[LeftoverGroup], list[int]]:
+    """Stop what dead runners' steps left running: (groups proven gone, pids still alive).
+
+    A process is signalled only when it is in a recorded group and proven ours: it carries the
+    recording runner's secret in its environment (/proc/<pid>/environ, readable only by the same
+    user or root). A forged lock file can name any group and cannot make a process carry the
+    secret; a pid reused by another program does not carry it either. SIGTERM, up to ``grace``
+    seconds, then SIGKILL; a group is gone once no process of it carries the secret."""
     import time
 
     sleep = sleep or time.sleep
     clock = clock or time.monotonic
-    needle = f"{TOKEN_ENV}={runner_token}".encode() if runner_token else None
-    victims: list[int] = []
-    for g in groups:
-        for pid in group_members(g.pgid):
-            leader_ok = pid == g.pgid and g.token is not None and start_token(pid) == g.token
-            if leader_ok or (needle is not None and _environ_has(pid, needle)):
-                victims.append(pid)
-    if not victims:
-        return []
-    for pid in victims:
-        _kill_checked(pid, signal.SIGTERM)
+    groups = list(groups)
+
+    def ours(g: LeftoverGroup) -> list[int]:
+        needle = f"{TOKEN_ENV}={g.secret}".encode()
+        return [pid for pid in group_members(g.pgid) if _environ_has(pid, needle)]
+
+    victims = {g: ours(g) for g in groups}
+    for pids in victims.values():
+        for pid in pids:
+            _kill_checked(pid, signal.SIGTERM)
     deadline = clock() + grace
-    while clock() < deadline and any(_alive(p) for p in victims):
+    while clock() < deadline and any(_alive(p) for pids in victims.values() for p in pids):
         sleep(0.02)
-    for pid in victims:
-        if _alive(pid):
-            _kill_checked(pid, signal.SIGKILL)
-    return victims
+    for pids in victims.values():
+        for pid in pids:
+            if _alive(pid):
+                _kill_checked(pid, signal.SIGKILL)
+    deadline = clock() + 5.0  # SIGKILL is not instant (a process in uninterruptible sleep)
+    while clock() < deadline and any(_alive(p) for pids in victims.values() for p in pids):
+        sleep(0.02)
+    gone = [g for g in groups if not ours(g)]
+    alive = sorted({p for g in groups if g not in gone for p in ours(g)})
+    return gone, alive
 
 
 def _alive(pid: int) -> bool:

@@ -19,19 +19,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
 from resumable.runner.explain import Decision
 from resumable.runner.jobfile import Job, Step
-from resumable.runner.process import TOKEN_ENV, GroupRecord, Spawner, StepHandle
+from resumable.runner.process import TOKEN_ENV, Spawner, StepHandle
 from resumable.runner.retry import RetryPolicy
 from resumable.runner.writer import SafeWriter
+from resumable.store.values import LeftoverGroup
 
 MISSING_ARTIFACT_EXIT = -2  # the seed's code for "exited 0 but the artifact is missing"
 _MAX_WAIT = 0.1  # an interrupt or a display tick is noticed within this long
-
-
-def iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 class Reporter(Protocol):
@@ -45,12 +43,12 @@ class Reporter(Protocol):
 
 
 class GroupTracker(Protocol):
-    """Where running process groups are recorded so a later runner can reap them (the lock)."""
+    """Where running process groups are recorded so a later runner can reap them (the lease)."""
 
-    token: str
-
-    def add_group(self, group: GroupRecord) -> None: ...
-    def remove_group(self, pgid: int) -> None: ...
+    @property
+    def secret(self) -> str: ...
+    def track(self, group: LeftoverGroup) -> None: ...
+    def untrack(self, pgid: int) -> None: ...
 
 
 @dataclass
@@ -328,7 +326,7 @@ class Scheduler:
         env["RESUMABLE_ATTEMPT"] = str(n)
         if self.groups is not None:
             # Lets a later runner prove that a leftover process is ours before killing it.
-            env[TOKEN_ENV] = self.groups.token
+            env[TOKEN_ENV] = self.groups.secret
         return env
 
     def _start(self, step: Step, n: int) -> _Attempt:
@@ -339,7 +337,7 @@ class Scheduler:
         fprint = fp.fingerprint(step, prev_fp if isinstance(prev_fp, Mapping) else None)
         wall = self.wallclock()
         self.w.unit(step.id, "in_progress", deps=list(step.needs),
-                    attempt={"n": n, "status": "running", "startedAt": iso(wall), "log": log},
+                    attempt={"n": n, "status": "running", "startedAt": stamp(wall, ms=True), "log": log},
                     fields={"command": step.command_text, "log": log})
         started = self.clock()
         try:
@@ -347,7 +345,7 @@ class Scheduler:
         except OSError as exc:
             handle = _FailedSpawn(f"resumable: cannot start step {step.id!r}: {exc}\n", log)
         if self.groups is not None and handle.pgid > 0:
-            self.groups.add_group(GroupRecord(handle.pgid, handle.token))
+            self.groups.track(LeftoverGroup(handle.pgid, handle.token, self.groups.secret))
         self.reporter.step_started(step, n)
         deadline = started + step.timeout if step.timeout else None
         return _Attempt(step, n, handle, started, wall, log, fprint, deadline)
@@ -355,7 +353,7 @@ class Scheduler:
     def _release(self, handle: StepHandle) -> None:
         handle.close()
         if self.groups is not None and handle.pgid > 0:
-            self.groups.remove_group(handle.pgid)
+            self.groups.untrack(handle.pgid)
 
     def _finish(self, a: _Attempt, code: int, now: float) -> str:
         step = a.step
@@ -379,8 +377,8 @@ class Scheduler:
             else:
                 status = "done"
         attempt: dict[str, Any] = {
-            "n": a.n, "status": status, "startedAt": iso(a.started_wall),
-            "finishedAt": iso(self.wallclock()), "exitCode": exit_code, "duration": duration,
+            "n": a.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
+            "finishedAt": stamp(self.wallclock(), ms=True), "exitCode": exit_code, "duration": duration,
             "log": a.log,
         }
         if code < 0:

@@ -1,0 +1,42 @@
+"""``resumable log``: a run's history, one line per recorded event, or the raw records."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from resumable import store
+from resumable.cli.errors import command_class
+from resumable.core.text import escape_controls
+from resumable.errors import UsageError
+from resumable.view import discovery
+from resumable.view.history import describe
+
+
+@click.command("log", cls=command_class(), short_help="Show a run's history, one line per event.")
+@click.argument("run")
+@click.option("--json", "as_json", is_flag=True, help="The raw records, one JSON object per line (jq -c .).")
+@click.option("--since", metavar="SEQ", type=int, default=0, help="Only records after sequence number SEQ.")
+@click.option("--dir", "runs_dir", metavar="DIR", default=None,
+              help="The runs directory (default: RESUMABLE_DIR, else the nearest .resumable/runs).")
+@click.option("--store", "store_url", metavar="URL", default=None,
+              help="A PostgreSQL store (default: RESUMABLE_STORE, else the runs directory).")
+def log_command(run: str, as_json: bool, since: int, runs_dir: str | None, store_url: str | None) -> None:
+    """The history of RUN (an id, an id prefix or a .json path), oldest first: when, the sequence
+    number, and what changed. Every write a run ever received is there, every attempt included."""
+    if since < 0:
+        raise UsageError("--since takes a sequence number >= 0")
+    backend = store.open_backend(runs_dir, url=store_url)
+    picked = discovery.pick_run(backend, run)
+    assert picked is not None  # a named run either matches or raises NoRunError
+    out = sys.stdout
+    for record in picked.handle.history(since):
+        if as_json:
+            out.write(record.raw + "\n")
+        else:
+            event: dict[str, Any] = record.event
+            at = event.get("at") if isinstance(event.get("at"), str) else "?"
+            out.write(f"{at}  #{record.seq:<6} {escape_controls(describe(event))}\n")
+    out.flush()

@@ -1,0 +1,45 @@
+"""``resumable report``: a run's timeline as one self-contained HTML file."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from resumable import fsio, store
+from resumable.cli.errors import command_class
+from resumable.errors import CorruptRunError, NoRunError, StoreError
+from resumable.view import discovery
+from resumable.view.report import build_html
+
+
+@click.command("report", cls=command_class(), short_help="Write a run's timeline as one HTML file.")
+@click.argument("run", required=False)
+@click.option("-o", "--output", "output", metavar="FILE", default=None,
+              help="Where to write the HTML (default ./<run-id>.report.html; '-' for stdout).")
+@click.option("--dir", "runs_dir", metavar="DIR", default=None,
+              help="The runs directory (default: RESUMABLE_DIR, else the nearest .resumable/runs).")
+@click.option("--store", "store_url", metavar="URL", default=None,
+              help="A PostgreSQL store (default: RESUMABLE_STORE, else the runs directory).")
+def report_command(run: str | None, output: str | None, runs_dir: str | None, store_url: str | None) -> None:
+    """Write a run's timeline (every attempt of every unit), summary and findings as one
+    self-contained HTML file (RUN: an id, an id prefix or a .json path; default the newest)."""
+    backend = store.open_backend(runs_dir, url=store_url)
+    picked = discovery.pick_run(backend, run)
+    if picked is None:
+        raise NoRunError(f"no runs under {backend.root}: nothing to report")
+    entry = picked.entry
+    if entry.doc is None:
+        raise CorruptRunError(entry.error or f"cannot read {entry.location}")
+    page = build_html(entry.doc, now=time.time(), file=entry.location)
+    if output == "-":
+        click.echo(page, nl=False)
+        return
+    target = output or f"{entry.run_id}.report.html"
+    try:
+        fsio.write_output(target, page.encode("utf-8"))
+    except OSError as exc:
+        what = exc.strerror or str(exc)
+        raise StoreError(f"cannot write {target}: {what} — give -o a file in an existing directory"
+                         " (or -o - for stdout)") from exc
+    click.echo(target)

@@ -1,0 +1,71 @@
+"""``resumable run``: parse the options into ``RunOptions`` and hand them to the runner session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from resumable.cli.errors import command_class
+from resumable.errors import ResumableError
+from resumable.runner.jobfile import DEFAULT_GRACE, parse_duration
+from resumable.runner.options import RunOptions
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: object) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value, f"--{param.name}")
+    except ResumableError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.command("run", cls=command_class())
+@click.argument("jobfile", required=False)
+@click.option("--job", metavar="NAME", help="Job name = run id (default: [job] name).")
+@click.option("--step", "steps", metavar="ID:COMMAND", multiple=True,
+              help="A step, repeatable, run in the order given (instead of a job file).")
+@click.option("--state-dir", "--dir", "state_dir", metavar="DIR",
+              help="The runs directory (default: RESUMABLE_DIR, else the nearest .resumable/runs "
+                   "walking up from the job file's directory).")
+@click.option("--store", metavar="URL", help="A PostgreSQL store (default: RESUMABLE_STORE).")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Steps run in parallel; 0 = one per CPU.")
+@click.option("--timeout", metavar="DURATION", callback=_duration,
+              help="Default per-step time budget: 90, 90s, 10m, 2h.")
+@click.option("--step-timeout", "step_timeouts", metavar="ID:DURATION", multiple=True,
+              help="Per-step time budget (repeatable).")
+@click.option("--grace", metavar="DURATION", callback=_duration,
+              help=f"Wait between SIGTERM and SIGKILL (default {DEFAULT_GRACE:g}s).")
+@click.option("--continue-on-error", "--keep-going", "-k", "keep_going", is_flag=True,
+              help="Run every step that does not depend on a failed one.")
+@click.option("--max-failures", type=click.IntRange(min=1), metavar="N",
+              help="With --keep-going: stop after N failed steps.")
+@click.option("--step-artifact", "step_artifacts", metavar="ID:PATH", multiple=True,
+              help="A file the step must produce (repeatable; all are required).")
+@click.option("--retry", "retries", type=click.IntRange(min=0), metavar="N",
+              help="Extra attempts for a failing step (default 0).")
+@click.option("--backoff", metavar="SECONDS", callback=_duration,
+              help="Wait BASE * 2^(k-1) (+ jitter) before retry k (default 1).")
+@click.option("--step-log", "step_logs", metavar="ID:PATH", multiple=True,
+              help="Write that step's output to PATH (truncated per attempt).")
+@click.option("--logs-dir", metavar="DIR", help="Write logs to DIR/<step>.<attempt>.log.")
+@click.option("--dry-run", is_flag=True, help="Print what would run or skip, and why; write nothing.")
+@click.option("--explain", metavar="STEP", help="Why STEP would run or skip.")
+@click.option("--force", is_flag=True, help="Re-run every step (history kept).")
+@click.option("--reset", is_flag=True, help="Delete the run's state (refused while it runs).")
+@click.option("--status", is_flag=True, help="Show the run as `resumable status` does.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only errors and the final summary.")
+@click.option("-v", "--verbose", is_flag=True, help="Also print a line for every skipped step.")
+@click.pass_context
+def run_command(ctx: click.Context, /, **kw: Any) -> None:
+    """Run a job as a resumable DAG of steps; re-run the same command to finish what is left.
+
+    JOBFILE is a TOML job file (default ./resumable.toml); or describe the steps with --step.
+    """
+    from resumable.runner.session import run
+
+    for name in ("steps", "step_timeouts", "step_artifacts", "step_logs"):
+        kw[name] = tuple(kw[name])
+    ctx.exit(run(RunOptions(**kw)))

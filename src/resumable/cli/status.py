@@ -1,0 +1,130 @@
+"""``resumable status``: where runs stand. Read-only: never writes, locks or spawns anything."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import click
+
+from resumable import store
+from resumable.cli.errors import command_class, warn
+from resumable.core import recipe
+from resumable.errors import CorruptRunError, UsageError
+from resumable.view import discovery
+from resumable.view import status as view
+from resumable.view import watch as watching
+from resumable.view.printer import Printer, dump_json
+from resumable.view.status import Line
+
+
+@click.command("status", cls=command_class(), short_help="Show where runs stand (read-only).")
+@click.argument("run", required=False)
+@click.option("--list", "list_", is_flag=True, help="One line per run, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print the document(s) as JSON.")
+@click.option("--resume", is_flag=True, help="How to resume the run (with --json: a descriptor).")
+@click.option("--dir", "runs_dir", metavar="DIR", default=None,
+              help="The runs directory (default: RESUMABLE_DIR, else the nearest .resumable/runs).")
+@click.option("--store", "store_url", metavar="URL", default=None,
+              help="A PostgreSQL store (default: RESUMABLE_STORE, else the runs directory).")
+@click.option("--no-color", is_flag=True, help="No colour (NO_COLOR is honoured too).")
+@click.option("--watch", is_flag=True, help="Live view until the run ends or Ctrl-C.")
+@click.option("--units", "units_state", metavar="STATE", default=None,
+              help="List every unit in STATE (pending, running, done, failed, timeout, blocked, "
+                   "dep_blocked, interrupted, malformed).")
+@click.pass_context
+def status_command(
+    ctx: click.Context,
+    run: str | None,
+    list_: bool,
+    as_json: bool,
+    resume: bool,
+    runs_dir: str | None,
+    store_url: str | None,
+    no_color: bool,
+    watch: bool,
+    units_state: str | None,
+) -> None:
+    """Show where a run stands (RUN: an id, an id prefix or a .json path; default the newest)."""
+    if units_state is not None and units_state not in view.UNITS_STATES:
+        raise UsageError(f"unknown unit state {units_state!r} for --units: use one of "
+                         f"{', '.join(view.UNITS_STATES)}")
+    if watch and (as_json or list_ or resume or units_state):
+        raise UsageError("--watch shows the live view; it does not combine with "
+                         "--json, --list, --resume or --units")
+    if list_ and (resume or units_state):
+        raise UsageError("--list does not combine with --resume or --units")
+    backend = store.open_backend(runs_dir, url=store_url)
+    printer = Printer.for_stdout(no_color)
+    now = time.time()
+
+    if list_:
+        entries = backend.list_runs()
+        if as_json:
+            printer.text(dump_json([
+                e.doc if e.doc is not None else {"file": e.location, "error": e.error} for e in entries
+            ]))
+            return
+        if not entries:
+            printer.text(f"no runs yet under {backend.root}")
+            return
+        printer.lines([view.list_line(e.name, e.doc, e.error, now) for e in entries])
+        return
+
+    picked = discovery.pick_run(backend, run)
+    if picked is None:
+        # No runs at all is not an error: a fresh project simply has none yet.
+        click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or "
+                   "`resumable init`", err=as_json)
+        return
+    if picked.also_matched:
+        warn(f"{run!r} also matches {', '.join(picked.also_matched[:5])}"
+             f"{' …' if len(picked.also_matched) > 5 else ''}; showing {picked.entry.run_id}")
+    entry = picked.entry
+    location = os.path.abspath(entry.location) if entry.location.endswith(".json") else entry.location
+
+    if resume:
+        if entry.doc is None:
+            desc = recipe.unreadable(location, entry.error or "unreadable")
+        else:
+            desc = recipe.classify(entry.doc, location, here=os.getcwd())
+        if as_json:
+            printer.text(dump_json(desc))
+        else:
+            printer.text("\n".join(recipe.render_text(desc, entry.doc)))
+        if entry.doc is None:
+            raise CorruptRunError(entry.error or f"cannot read {location}")
+        return
+
+    if entry.doc is None:
+        if as_json:
+            printer.text(dump_json({"file": location, "error": entry.error}))
+        raise CorruptRunError(entry.error or f"cannot read {location}")
+    doc = entry.doc
+
+    if as_json:
+        printer.text(dump_json(doc))
+        return
+    if units_state is not None:
+        printer.lines(view.render_units(doc, units_state, now))
+        return
+    here = os.getcwd()
+
+    def frame(d: dict[str, Any], t: float) -> list[Line]:
+        return view.render_status(d, file=entry.location, now=t, width=printer.layout_width, here=here,
+                                  show_eta=watch)
+
+    if watch:
+        try:
+            ctx.exit(watch_fn(picked.handle, frame, printer))
+        except KeyboardInterrupt:
+            # Ctrl-C is how a watch normally ends: no traceback, the conventional 130.
+            printer.text("")
+            ctx.exit(130)
+    printer.lines(frame(doc, now))
+
+
+def watch_fn(handle: Any, frame: Any, printer: Printer) -> int:
+    """Indirection so tests can replace the watch loop without touching the command."""
+    return watching.watch(handle, frame, printer)

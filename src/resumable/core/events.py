@@ -1,0 +1,487 @@
+"""The journal's events and ``apply(doc, event)``, which enforces the checkpoint contract.
+
+An event is a plain dict with a type ``t`` and a stamp ``at`` (taken by the caller, so apply is
+deterministic). ``apply`` checks everything first and raises ``RefusedError`` or
+``InvalidInputError`` before touching the document, then mutates it in place: copying a
+100,000-unit document per transition would make every write O(N), which is what the journal
+exists to avoid. Callers that need the old value keep a deep copy themselves.
+
+    init        {id, task, units, launch?, requiredPhases?, requireValidation?}
+    base        {doc, reason}            adopt a whole document (seed import, external edit)
+    begin       {launch?}                (re)open a run for a new runner session
+    unit        {unit, state, note?, deps?, attempt?, fields?}
+    invalidate  {unit, reason}           the only way a done unit goes back to pending
+    phase       {phase, state}
+    item        {items}
+    resolve     {ids}
+    validation  {status, note?}
+    finalize    {status, result?}
+"""
+
+from __future__ import annotations
+
+import math
+
+from resumable.core import jsonio
+from resumable.core.model import (
+    LIVE_RUN_STATES,
+    PHASE_FINISH_STATES,
+    RESERVED_UNIT_KEYS,
+    UNIT_FINISH_STATES,
+    check_phase_state,
+    check_unit_id,
+    check_unit_state,
+    list_of,
+    new_document,
+    phases_of,
+    unit_status,
+    units_of,
+    upgrade,
+)
+from resumable.errors import InvalidInputError, RefusedError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Doc = dict[str, Any]
+    Output = Any  # what the verb prints: item ids, resolved ids, or None
+
+
+# --- stable item ids -------------------------------------------------------------------------
+
+
+def _js_normal(value: Any) -> Any:
+    """Make Python's JSON match JavaScript's JSON.stringify for hashing: integral floats print
+    as integers (1.0 -> 1) and object keys sort by UTF-16 code units, as JS's default sort does."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: k.encode("utf-16-be"))
+        return {k: _js_normal(value[k]) for k in keys}
+    if isinstance(value, list):
+        return [_js_normal(v) for v in value]
+    # Only below 1e21: JS prints 1e21 and up in exponent form ("1e+21"), as Python's repr does.
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    return value
+
+
+def item_id(item: dict[str, Any]) -> str:
+    """``item["id"]`` if it is a non-blank string, else ``f-`` + 12 hex of the sha1 of the
+    canonical JSON of the item without ``at`` and ``id`` (golden: {"a":1} -> f-9f89c740ceb4)."""
+    given = item.get("id")
+    if isinstance(given, str) and given.strip():
+        return given
+    body = {k: v for k, v in item.items() if k not in ("at", "id")}
+    import hashlib  # here, not at the top: most CLI calls never hash
+
+    # Keys are pre-sorted by _js_normal; the encoder prints no spaces and raw UTF-8, as
+    # JSON.stringify does, and prints integers of any size (orjson stops at 64 bits).
+    canonical = jsonio.dumps(_js_normal(body))
+    return "f-" + hashlib.sha1(canonical).hexdigest()[:12]
+
+
+# --- finalize checks -------------------------------------------------------------------------
+
+_SHA256_HEX = frozenset("0123456789abcdef")
+
+
+def _is_sha256(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and set(value) <= _SHA256_HEX
+
+
+def _blank(value: object) -> bool:
+    return not isinstance(value, str) or not value.strip()
+
+
+def _scope_reasons(pipeline: dict[str, Any]) -> list[str]:
+    """The seed's selected-scope coverage receipt checks (seed-contracts §1.4, finalize 5-6)."""
+    cov = pipeline.get("scopeCoverage")
+    if not isinstance(cov, dict):
+        return ["binding selected-scope coverage receipt is absent"]
+    reasons: list[str] = []
+    intake_ids: list[str] = []
+    if _blank(pipeline.get("intakePath")):
+        reasons.append("intakePath is blank")
+    for key in ("intakeFileSha", "intakeScopeSha"):
+        if not _is_sha256(pipeline.get(key)):
+            reasons.append(f"{key} is not a valid sha256 binding")
+    if _blank(pipeline.get("intakeSelection")):
+        reasons.append("intakeSelection is blank")
+    scope = pipeline.get("intakeScope")
+    if not isinstance(scope, list) or not scope:
+        reasons.append("intakeScope is empty")
+    else:
+        for entry in scope:
+            eid = entry.get("id") if isinstance(entry, dict) else None
+            if _blank(eid) or eid in intake_ids:
+                reasons.append(f"intakeScope has a bad or duplicate id {eid!r}")
+                continue
+            assert isinstance(eid, str)
+            intake_ids.append(eid)
+            if _blank(entry.get("title")) or _blank(entry.get("source")):
+                reasons.append(f"intakeScope entry {eid} lacks title/source")
+    groups: dict[str, list[Any]] = {}
+    for g in ("covered", "dropped", "uncovered"):
+        value = cov.get(g)
+        if not isinstance(value, list):
+            reasons.append(f"scopeCoverage.{g} is not an array")
+            value = []
+        groups[g] = value
+    seen: set[str] = set()
+    for g, ids in groups.items():
+        for rid in ids:
+            if _blank(rid):
+                reasons.append(f"scopeCoverage.{g} has a blank or non-string id")
+            elif rid in seen:
+                reasons.append(f"scopeCoverage id {rid} appears in two groups")
+            else:
+                seen.add(rid)
+    total = cov.get("total")
+    if not isinstance(total, int) or isinstance(total, bool) or total < 1:
+        reasons.append("scopeCoverage.total is not an integer >= 1")
+    elif total != len(seen):
+        reasons.append(f"scopeCoverage accounts for {len(seen)} of {total}")
+    if intake_ids:
+        for eid in intake_ids:
+            if eid not in seen:
+                reasons.append(f"intake id {eid} is absent from the coverage receipt")
+        for rid in seen:
+            if rid not in intake_ids:
+                reasons.append(f"coverage receipt contains non-intake id {rid}")
+        if isinstance(total, int) and total != len(intake_ids):
+            reasons.append(f"scopeCoverage.total {total} != intake count {len(intake_ids)}")
+    errors = cov.get("errors")
+    if not isinstance(errors, list) or errors:
+        reasons.append("scopeCoverage.errors is not an empty array")
+    uncovered = [str(u) for u in groups["uncovered"]]
+    if uncovered:
+        reasons.append(f"{len(uncovered)} selected-scope item(s) UNCOVERED: {', '.join(uncovered)}")
+    return reasons
+
+
+def finalize_done_reasons(doc: Doc) -> list[str]:
+    """Every reason ``finalize done`` must refuse (fail-closed), in the seed's order."""
+    reasons: list[str] = []
+    not_done = [uid for uid, u in units_of(doc).items() if unit_status(u) != "done"]
+    if not_done:
+        reasons.append(f"{len(not_done)} unit(s) not done: {', '.join(not_done)}")
+    phases = phases_of(doc)
+    blocked = [p for p, v in phases.items() if isinstance(v, dict) and v.get("status") == "blocked"]
+    if blocked:
+        reasons.append(f"{len(blocked)} phase(s) blocked: {', '.join(blocked)}")
+    required = [p for p in list_of(doc, "requiredPhases") if isinstance(p, str)]
+    req_missing = [
+        p for p in required if not (isinstance(phases.get(p), dict) and phases[p].get("status") == "done")
+    ]
+    if req_missing:
+        reasons.append(f"{len(req_missing)} required phase(s) not done: {', '.join(req_missing)}")
+    open_items = list_of(doc, "openItems")
+    if open_items:
+        reasons.append(f"{len(open_items)} open finding(s) in openItems")
+    pipeline = doc.get("pipeline")
+    if isinstance(pipeline, dict):
+        reasons.extend(_scope_reasons(pipeline))
+    if doc.get("requireValidation") is True:
+        fv = doc.get("finalValidation")
+        fv_status = fv.get("status") if isinstance(fv, dict) else None
+        if fv_status is None:
+            reasons.append("final validation is absent")
+        elif fv_status != "green":
+            reasons.append(f"final validation is {fv_status} (not green)")
+    return reasons
+
+
+# --- apply -----------------------------------------------------------------------------------
+
+
+def _need(event: dict[str, Any], key: str) -> Any:
+    if key not in event:
+        raise InvalidInputError(f"event {event.get('t')!r} lacks {key!r}")
+    return event[key]
+
+
+def _apply_init(doc: Doc | None, ev: dict[str, Any]) -> tuple[Doc, Output]:
+    # str check first: a hand-edited status may be a list, which `in frozenset` cannot hash.
+    if doc is not None and isinstance(doc.get("status"), str) and doc["status"] in LIVE_RUN_STATES:
+        raise RefusedError(
+            f"run {doc.get('id')} is a LIVE checkpoint (status={doc.get('status')}). Resume it — do"
+            " not re-init. Finalize it first if it is really over."
+        )
+    units = list(ev.get("units") or [])
+    for u in units:
+        check_unit_id(u)
+    new = new_document(
+        _need(ev, "id"),
+        _need(ev, "task"),
+        list(dict.fromkeys(units)),
+        ev["at"],
+        launch=ev.get("launch"),
+        required_phases=ev.get("requiredPhases"),
+        require_validation=bool(ev.get("requireValidation")),
+    )
+    return new, None
+
+
+def _apply_base(doc: Doc | None, ev: dict[str, Any]) -> tuple[Doc, Output]:
+    base = _need(ev, "doc")
+    if not isinstance(base, dict):
+        raise InvalidInputError("base event needs an object document")
+    return base, None
+
+
+def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
+    uid = check_unit_id(_need(ev, "unit"))
+    state = check_unit_state(_need(ev, "state"))
+    at = ev["at"]
+    units = doc.get("units")
+    if not isinstance(units, dict):
+        units = None
+    unit = units.get(uid) if units is not None else None
+    if unit_status(unit) == "done" and state != "done":
+        raise RefusedError(
+            f"unit '{uid}' is already done — refusing to demote it (resume must skip done units)"
+        )
+    deps = ev.get("deps")
+    if deps is not None:
+        deps = [check_unit_id(d) for d in deps]
+    attempt = ev.get("attempt")
+    if attempt is not None and not (isinstance(attempt, dict) and isinstance(attempt.get("n"), int)):
+        raise InvalidInputError("an attempt must be an object with an integer 'n'")
+    fields = ev.get("fields")
+    if fields is not None:
+        if not isinstance(fields, dict):
+            raise InvalidInputError("unit fields must be an object")
+        clash = sorted(set(fields) & RESERVED_UNIT_KEYS)
+        if clash:
+            raise InvalidInputError(f"unit fields may not set {', '.join(clash)}")
+    # Checks are over; mutate.
+    upgrade(doc)
+    if units is None:
+        units = doc["units"] = {}
+    if not isinstance(unit, dict):
+        # A missing unit is created; a malformed one (null, a string) is replaced, never crashed on.
+        unit = {"status": "pending", "dependsOn": [], "note": "", "createdAt": at}
+        units[uid] = unit
+    unit["status"] = state
+    note = ev.get("note")
+    if note is not None:
+        unit["note"] = note
+    if deps is not None:
+        unit["dependsOn"] = deps
+    if state == "in_progress":
+        unit.setdefault("startedAt", at)
+        # A unit re-entering work is no longer finished (the seed left a stale finishedAt).
+        unit.pop("finishedAt", None)
+    elif state == "pending":
+        unit.pop("finishedAt", None)
+    if state in UNIT_FINISH_STATES:
+        unit["finishedAt"] = at
+    if attempt is not None:
+        attempts = unit.get("attempts")
+        if not isinstance(attempts, list):
+            attempts = unit["attempts"] = []
+        for i, old in enumerate(attempts):
+            if isinstance(old, dict) and old.get("n") == attempt["n"]:
+                merged = dict(old)
+                merged.update(attempt)
+                attempts[i] = merged
+                break
+        else:
+            attempts.append(dict(attempt))
+    if fields:
+        unit.update(fields)
+    unit["updatedAt"] = at
+    doc["updatedAt"] = at
+    return None
+
+
+def _apply_invalidate(doc: Doc, ev: dict[str, Any]) -> Output:
+    uid = check_unit_id(_need(ev, "unit"))
+    reason = _need(ev, "reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidInputError("an invalidation needs a reason")
+    unit = units_of(doc).get(uid)
+    if not isinstance(unit, dict):
+        raise InvalidInputError(f"no unit '{uid}' to invalidate")
+    at = ev["at"]
+    upgrade(doc)
+    history = unit.get("invalidations")
+    if not isinstance(history, list):
+        history = unit["invalidations"] = []
+    history.append({"at": at, "reason": reason, "from": unit.get("status")})
+    unit["status"] = "pending"
+    unit.pop("finishedAt", None)
+    unit["updatedAt"] = at
+    doc["updatedAt"] = at
+    return None
+
+
+def _apply_phase(doc: Doc, ev: dict[str, Any]) -> Output:
+    name = _need(ev, "phase")
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError("phase name must be a non-empty string")
+    state = check_phase_state(_need(ev, "state"))
+    at = ev["at"]
+    upgrade(doc)
+    phases = doc.get("phases")
+    if not isinstance(phases, dict):
+        phases = doc["phases"] = {}
+    prev = phases.get(name)
+    phase = dict(prev) if isinstance(prev, dict) else {}
+    phase["status"] = state
+    phase["updatedAt"] = at
+    if state == "running":
+        phase.setdefault("startedAt", at)
+        doc["currentPhase"] = name
+    if state in PHASE_FINISH_STATES:
+        phase["finishedAt"] = at
+    phases[name] = phase
+    doc["updatedAt"] = at
+    return None
+
+
+def _check_open_items(doc: Doc) -> None:
+    # A hand-edited openItems that is neither absent/null (upgrade adds []) nor an array would
+    # crash item/resolve with a TypeError; refuse it in one line before touching anything.
+    value = doc.get("openItems")
+    if value is not None and not isinstance(value, list):
+        raise InvalidInputError(
+            f"openItems is a {type(value).__name__}, not an array — fix the run file (or set it to [])"
+        )
+
+
+def _apply_item(doc: Doc, ev: dict[str, Any]) -> Output:
+    raw = _need(ev, "items")
+    items = raw if isinstance(raw, list) else [raw]
+    _check_open_items(doc)
+    at = ev["at"]
+    upgrade(doc)
+    open_items = doc["openItems"]
+    index = {
+        it["id"]: i
+        for i, it in enumerate(open_items)
+        if isinstance(it, dict) and isinstance(it.get("id"), str)
+    }
+    ids: list[str] = []
+    for it in items:
+        if not isinstance(it, dict):
+            open_items.append(it)
+            continue
+        iid = item_id(it)
+        if iid in index:
+            prev = open_items[index[iid]]
+            entry: dict[str, Any] = {"at": prev.get("at") or at}
+            entry.update(it)
+            entry["id"] = iid
+            open_items[index[iid]] = entry
+        else:
+            entry = {"at": at}
+            entry.update(it)
+            entry["id"] = iid
+            index[iid] = len(open_items)
+            open_items.append(entry)
+        if iid not in ids:
+            ids.append(iid)
+    doc["updatedAt"] = at
+    return ids
+
+
+def _apply_resolve(doc: Doc, ev: dict[str, Any]) -> Output:
+    wanted = [i for i in _need(ev, "ids") if isinstance(i, str)]
+    _check_open_items(doc)
+    at = ev["at"]
+    upgrade(doc)
+    open_items = doc["openItems"]
+    resolved = doc.get("resolvedItems")
+    if not isinstance(resolved, list):
+        resolved = doc["resolvedItems"] = []
+    moved: list[str] = []
+    for rid in wanted:
+        for i, it in enumerate(open_items):
+            if isinstance(it, dict) and it.get("id") == rid:
+                entry = dict(it)
+                entry["resolvedAt"] = at
+                resolved.append(entry)
+                del open_items[i]
+                moved.append(rid)
+                break
+    doc["updatedAt"] = at
+    return moved
+
+
+def _apply_validation(doc: Doc, ev: dict[str, Any]) -> Output:
+    status = _need(ev, "status")
+    if status not in ("green", "red"):
+        raise InvalidInputError("validation requires <green|red> (aliases: pass/ok/fail)")
+    at = ev["at"]
+    upgrade(doc)
+    fv: dict[str, Any] = {"status": status, "at": at}
+    if ev.get("note") is not None:
+        fv["note"] = ev["note"]
+    doc["finalValidation"] = fv
+    doc["updatedAt"] = at
+    return None
+
+
+def _apply_finalize(doc: Doc, ev: dict[str, Any]) -> Output:
+    status = _need(ev, "status")
+    if status not in ("done", "needs_attention", "aborted"):
+        raise InvalidInputError("finalize requires <done|needs_attention|aborted>")
+    if status == "done":
+        reasons = finalize_done_reasons(doc)
+        if reasons:
+            raise RefusedError(
+                f"refusing finalize done — {'; '.join(reasons)} (use needs_attention)"
+            )
+    at = ev["at"]
+    upgrade(doc)
+    doc["status"] = status
+    doc["finishedAt"] = at
+    if ev.get("result") is not None:
+        doc["result"] = ev["result"]
+    doc["updatedAt"] = at
+    return None
+
+
+def _apply_begin(doc: Doc, ev: dict[str, Any]) -> Output:
+    at = ev["at"]
+    upgrade(doc)
+    doc["status"] = "running"
+    doc.pop("finishedAt", None)
+    if ev.get("launch") is not None:
+        doc["launch"] = ev["launch"]
+    doc["updatedAt"] = at
+    return None
+
+
+_MUTATORS: dict[str, Callable[[Doc, dict[str, Any]], Output]] = {
+    "unit": _apply_unit,
+    "invalidate": _apply_invalidate,
+    "phase": _apply_phase,
+    "item": _apply_item,
+    "resolve": _apply_resolve,
+    "validation": _apply_validation,
+    "finalize": _apply_finalize,
+    "begin": _apply_begin,
+}
+
+
+def apply(doc: Doc | None, event: dict[str, Any]) -> tuple[Doc, Output]:
+    """Apply one event; returns the (possibly new) document and the verb's output.
+
+    Raises RefusedError / InvalidInputError with the document untouched."""
+    kind = event.get("t")
+    if not isinstance(event.get("at"), str):
+        raise InvalidInputError(f"event {kind!r} lacks a stamp")
+    if kind == "init":
+        return _apply_init(doc, event)
+    if kind == "base":
+        return _apply_base(doc, event)
+    mutate = _MUTATORS.get(kind) if isinstance(kind, str) else None
+    if mutate is None:
+        raise InvalidInputError(f"unknown event type {kind!r}")
+    if doc is None:
+        raise InvalidInputError(f"cannot apply {kind!r}: the run has no document yet (init it)")
+    out = mutate(doc, event)
+    return doc, out

@@ -1,0 +1,315 @@
+"""The run document: states, stamps, ids, and schema v1/v2 handling.
+
+The document is a plain ``dict`` (it is what `cat`, `jq` and the seed tools read), a superset of the
+seed's v2 status document. Everything here is pure and null-safe: a hand-edited file may hold a
+``null`` unit, a string where an object belongs, or a missing key, and no reader may crash on it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from resumable.errors import InvalidInputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from typing import Any, Final
+
+SCHEMA_VERSION: Final = 2
+
+RUN_STATES: Final = ("initializing", "running", "done", "needs_attention", "aborted")
+# Live to init and gc: a run in one of these states is resumed, never re-initialised or archived.
+LIVE_RUN_STATES: Final = frozenset({"initializing", "running", "needs_attention"})
+# Being worked on right now (a tuple: `x in ACTIVE_RUN_STATES` must not hash a hand-edited list).
+ACTIVE_RUN_STATES: Final = ("running", "initializing")
+TERMINAL_RUN_STATES: Final = frozenset({"done", "aborted"})
+FINAL_STATES: Final = ("done", "needs_attention", "aborted")
+
+# The seed's five unit states plus the runner's outcomes.
+UNIT_STATES: Final = (
+    "pending",
+    "in_progress",
+    "done",
+    "blocked",
+    "dep_blocked",
+    "failed",
+    "timeout",
+    "interrupted",
+)
+# States that stamp a unit's finishedAt (the seed stamps done/blocked/dep_blocked).
+UNIT_FINISH_STATES: Final = frozenset({"done", "blocked", "dep_blocked", "failed", "timeout"})
+PHASE_STATES: Final = ("pending", "running", "done", "blocked", "skipped")
+PHASE_FINISH_STATES: Final = frozenset({"done", "blocked", "skipped"})
+VALIDATION_ALIASES: Final = {
+    "green": "green",
+    "pass": "green",
+    "ok": "green",
+    "red": "red",
+    "fail": "red",
+}
+
+# Run ids: ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ without "..". Checked with sets, not `re`, whose
+# import costs a CLI call more than the check saves in clarity.
+_ID_FIRST: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_ID_REST: Final = _ID_FIRST | frozenset("._-")
+MAX_RUN_ID: Final = 128
+MAX_UNIT_ID: Final = 256
+
+# Unit keys the runner may not overwrite through free-form fields: they carry the contract.
+RESERVED_UNIT_KEYS: Final = frozenset(
+    {"status", "dependsOn", "note", "createdAt", "updatedAt", "startedAt", "finishedAt",
+     "attempts", "invalidations"}
+)
+
+
+def default_run_id(at: float | None = None) -> str:
+    """The seed's default id: ``run-2026-07-18-101010Z``."""
+    return time.strftime("run-%Y-%m-%d-%H%M%SZ", time.gmtime(time.time() if at is None else at))
+
+
+def check_run_id(run_id: str) -> str:
+    if (
+        not isinstance(run_id, str)
+        or not 0 < len(run_id) <= MAX_RUN_ID
+        or run_id[0] not in _ID_FIRST
+        or not _ID_REST.issuperset(run_id)
+        or ".." in run_id
+    ):
+        raise InvalidInputError(
+            f"invalid run id {run_id!r}: use 1-128 of A-Z a-z 0-9 . _ - "
+            "starting with a letter or digit, without '..'"
+        )
+    return run_id
+
+
+def check_unit_id(unit_id: str) -> str:
+    if not isinstance(unit_id, str) or not unit_id:
+        raise InvalidInputError("unit id must be a non-empty string")
+    if len(unit_id) > MAX_UNIT_ID:
+        raise InvalidInputError(f"unit id is {len(unit_id)} characters; the limit is {MAX_UNIT_ID}")
+    if "," in unit_id or any(c.isspace() for c in unit_id):
+        raise InvalidInputError(
+            f"unit id {unit_id!r} contains commas/whitespace — use a single token like 'task-3'"
+        )
+    return unit_id
+
+
+def check_unit_state(state: str) -> str:
+    if state not in UNIT_STATES:
+        raise InvalidInputError(f"unknown unit state {state!r}: use one of {'|'.join(UNIT_STATES)}")
+    return state
+
+
+def check_phase_state(state: str) -> str:
+    if state not in PHASE_STATES:
+        raise InvalidInputError(
+            f"unknown phase state {state!r}: use one of {'|'.join(PHASE_STATES)}"
+        )
+    return state
+
+
+def split_csv(value: str | None) -> list[str]:
+    """The seed's csv rule: split on ',', trim each part, drop empty parts."""
+    if not value:
+        return []
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def new_document(
+    run_id: str,
+    task: str,
+    units: list[str],
+    at: str,
+    *,
+    launch: dict[str, Any] | None = None,
+    required_phases: list[str] | None = None,
+    require_validation: bool = False,
+) -> dict[str, Any]:
+    """A fresh v2 document in the seed's key order."""
+    doc: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "id": run_id,
+        "task": task,
+        "status": "running",
+        "createdAt": at,
+        "updatedAt": at,
+        "phases": {},
+        "units": {
+            u: {"status": "pending", "dependsOn": [], "note": "", "createdAt": at, "updatedAt": at}
+            for u in units
+        },
+        "openItems": [],
+        "resolvedItems": [],
+        "result": None,
+    }
+    if required_phases:
+        doc["requiredPhases"] = list(required_phases)
+    if require_validation:
+        doc["requireValidation"] = True
+    if launch is not None:
+        doc["launch"] = launch
+    return doc
+
+
+def upgrade(doc: dict[str, Any]) -> None:
+    """Add-only v1 -> v2 upgrade, done by every write (never by a read), in place."""
+    if doc.get("openItems") is None:
+        # The seed's `openItems ??= []`: a null openItems is replaced too (setdefault left a null
+        # in place and `item`/`resolve` then crashed iterating it).
+        doc["openItems"] = []
+    if "resolvedItems" not in doc:
+        doc["resolvedItems"] = []
+    version = doc.get("schemaVersion")
+    if isinstance(version, str):
+        # The seed left a string "2" a string; a number is what every reader compares against.
+        try:
+            version = int(version)
+        except ValueError:
+            version = None
+    if not isinstance(version, int) or isinstance(version, bool) or version < SCHEMA_VERSION:
+        doc["schemaVersion"] = SCHEMA_VERSION
+    else:
+        doc["schemaVersion"] = version
+
+
+_SHAPES: Final = (
+    ("units", dict, "an object"),
+    ("phases", dict, "an object"),
+    ("resolvedItems", list, "an array"),
+    ("status", str, "a string"),
+    ("id", str, "a string"),
+    ("task", str, "a string"),
+)
+
+
+# How deep a value written through the API may nest. Deeper values are refused at the door:
+# Python 3.11's JSON scanner stops near 1,000 levels while 3.13's reads thousands, so a run
+# written on one version could otherwise be unreadable on the other, and the code that hashes
+# items recurses.
+MAX_NESTING = 200
+
+
+def check_nesting(value: object) -> None:
+    """InvalidInputError if ``value`` nests deeper than MAX_NESTING (iteratively: a recursive
+    walk would fail on exactly the values it is meant to refuse)."""
+    stack: list[tuple[dict[Any, Any] | list[Any], int]] = []
+    if isinstance(value, (dict, list)):
+        stack.append((value, 1))
+    while stack:
+        current, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise InvalidInputError(
+                f"JSON value nested deeper than {MAX_NESTING} levels — flatten it")
+        for child in current.values() if isinstance(current, dict) else current:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+
+
+def shape_problem(doc: Mapping[str, Any]) -> str | None:
+    """Why a document cannot be written to, or None. Reads are null-safe and show anything; a
+    write refuses a document whose containers have the wrong type rather than "repairing" it,
+    which would silently drop whatever the hand-edited field held. A null or malformed *unit*
+    is fine: the unit verb replaces it, as the seed did."""
+    if "units" not in doc and "status" not in doc:
+        return "it is not a run document (no units, no status)"
+    for key, kind, name in _SHAPES:
+        value = doc.get(key)
+        if value is not None and not isinstance(value, kind):
+            return f"'{key}' is {json_type_name(value)}, not {name}"
+    open_items = doc.get("openItems")
+    if open_items is not None and not isinstance(open_items, list):
+        return f"'openItems' is {json_type_name(open_items)}, not an array"
+    version = doc.get("schemaVersion")
+    if isinstance(version, str) and version.isdigit() and len(version) < 6:
+        version = int(version)
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        return f"'schemaVersion' is {json_type_name(version)}, not a number"
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        return (f"schemaVersion {str(version)[:20]} is newer than this resumable understands"
+                f" ({SCHEMA_VERSION}); upgrade resumable")
+    return None
+
+
+def json_type_name(value: object) -> str:
+    """'an array', 'a string', ... for one-line messages about a JSON value of the wrong type."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null"
+
+
+def units_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+    units = doc.get("units")
+    return units if isinstance(units, dict) else {}
+
+
+def phases_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+    phases = doc.get("phases")
+    return phases if isinstance(phases, dict) else {}
+
+
+def list_of(doc: Mapping[str, Any], key: str) -> list[Any]:
+    value = doc.get(key)
+    return value if isinstance(value, list) else []
+
+
+def unit_status(unit: object) -> str | None:
+    """A unit's status, or None for a malformed unit (null, non-object, missing status)."""
+    if isinstance(unit, dict):
+        status = unit.get("status")
+        if isinstance(status, str):
+            return status
+    return None
+
+
+def unit_deps(unit: object) -> list[str]:
+    if isinstance(unit, dict):
+        deps = unit.get("dependsOn")
+        if isinstance(deps, list):
+            return [d for d in deps if isinstance(d, str)]
+    return []
+
+
+def iter_units(doc: Mapping[str, Any]) -> Iterator[tuple[str, str | None]]:
+    """(unit id, status or None if malformed) in document order."""
+    for uid, unit in units_of(doc).items():
+        yield uid, unit_status(unit)
+
+
+def summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The seed's ``get --summary`` shape, null-safe."""
+    blocked: list[str] = []
+    dep_blocked: list[str] = []
+    in_progress: list[str] = []
+    total = done = 0
+    for uid, status in iter_units(doc):
+        total += 1
+        if status == "done":
+            done += 1
+        elif status == "blocked":
+            blocked.append(uid)
+        elif status == "dep_blocked":
+            dep_blocked.append(uid)
+        elif status == "in_progress":
+            in_progress.append(uid)
+    current = doc.get("currentPhase")
+    return {
+        "id": doc.get("id"),
+        "status": doc.get("status"),
+        "task": doc.get("task"),
+        "currentPhase": current if current is not None else None,
+        "total": total,
+        "done": done,
+        "blocked": blocked,
+        "dep_blocked": dep_blocked,
+        "in_progress": in_progress,
+        "updatedAt": doc.get("updatedAt"),
+    }

@@ -1,0 +1,180 @@
+"""Pure planning over a document: the resume set, dependency checks, and DAG order.
+
+The resume algorithm is the seed's (only ``done`` skips; a unit whose deps are all done is eligible;
+otherwise it is dep_blocked on the root of its chain of not-done deps), made null-safe, plus what the
+seed silently got wrong: deps naming unknown units and dependency cycles are reported in the output.
+"""
+
+from __future__ import annotations
+
+from resumable.core.model import unit_deps, unit_status, units_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
+
+def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str, Any]:
+    """``{"skip": [...], "eligible": [...], "dep_blocked": {unit: root}}`` plus, with
+    ``diagnostics`` and when present, ``"unknown_deps": {unit: [dep, ...]}``,
+    ``"cycles": [[a, b, ...], ...]`` and ``"malformed": [...]``.
+
+    The seed walks from each blocked unit to its chain root afresh, which is O(N^2) on a long
+    chain (hours at 100,000 units). Here each node's root is memoised, in O(N): on an acyclic walk
+    every node passed shares the end node; when a walk closes a cycle at node c, the nodes before c
+    resolve to c and each node of the cycle to itself (its own walk first revisits itself), which
+    is exactly what the seed's walk answers. Readers that only show the set (status) skip the
+    diagnostics, whose cycle search costs a fraction of a second at 100,000 units.
+    """
+    units = units_of(doc)
+    status: dict[str, str | None] = {uid: unit_status(u) for uid, u in units.items()}
+    memo: dict[str, str] = {}
+
+    def first_not_done(uid: str) -> str | None:
+        for d in unit_deps(units.get(uid)):
+            if status.get(d) != "done":
+                return d
+        return None
+
+    def walk(start: str) -> str:
+        path: list[str] = []
+        index: dict[str, int] = {}
+        node = start
+        while True:
+            if node in memo:
+                root = memo[node]
+                for p in path:
+                    memo[p] = root
+                return root
+            if node in index:
+                at = index[node]
+                for p in path[:at]:
+                    memo[p] = node
+                for p in path[at:]:
+                    memo[p] = p
+                return node
+            index[node] = len(path)
+            path.append(node)
+            nxt = first_not_done(node) if node in units else None
+            if nxt is None:
+                for p in path:
+                    memo[p] = node
+                return node
+            node = nxt
+
+    skip: list[str] = []
+    eligible: list[str] = []
+    dep_blocked: dict[str, str] = {}
+    for uid in units:
+        if status[uid] == "done":
+            skip.append(uid)
+            continue
+        missing = first_not_done(uid)
+        if missing is None:
+            eligible.append(uid)
+        else:
+            dep_blocked[uid] = walk(missing)
+
+    out: dict[str, Any] = {"skip": skip, "eligible": eligible, "dep_blocked": dep_blocked}
+    if not diagnostics:
+        return out
+    unknown: dict[str, list[str]] = {}
+    for uid, unit in units.items():
+        missing_units = [d for d in unit_deps(unit) if d not in units]
+        if missing_units:
+            unknown[uid] = missing_units
+    if unknown:
+        out["unknown_deps"] = unknown
+    cycles = find_cycles({uid: unit_deps(u) for uid, u in units.items()})
+    if cycles:
+        out["cycles"] = cycles
+    malformed = [uid for uid, st in status.items() if st is None]
+    if malformed:
+        out["malformed"] = malformed
+    return out
+
+
+def find_cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Every strongly connected component that is a cycle (size > 1, or a self-loop), each in
+    the graph's key order. Iterative Tarjan: deep chains of 100,000 units must not hit recursion."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    comps: list[list[str]] = []
+    counter = 0
+    adj = {k: [d for d in v if d in graph] for k, v in graph.items()}
+    for start in graph:
+        if start in index:
+            continue
+        work: list[tuple[str, int]] = [(start, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            recurse = False
+            children = adj[node]
+            while i < len(children):
+                child = children[i]
+                i += 1
+                if child not in index:
+                    work.append((node, i))
+                    work.append((child, 0))
+                    recurse = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if recurse:
+                continue
+            if low[node] == index[node]:
+                comp: list[str] = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                if len(comp) > 1 or node in adj[node]:
+                    order = {k: n for n, k in enumerate(graph)}
+                    comps.append(sorted(comp, key=order.__getitem__))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return comps
+
+
+def topological_order(graph: Mapping[str, Iterable[str]]) -> list[str]:
+    """Kahn's order that keeps the graph's key order among ready nodes. Raises ValueError on a
+    cycle or an unknown dependency (callers translate it into a one-line user error)."""
+    deps = {k: list(v) for k, v in graph.items()}
+    for k, v in deps.items():
+        for d in v:
+            if d not in deps:
+                raise ValueError(f"{k!r} needs unknown step {d!r}")
+    remaining = {k: len(set(v)) for k, v in deps.items()}
+    dependents: dict[str, list[str]] = {k: [] for k in deps}
+    for k, v in deps.items():
+        for d in set(v):
+            dependents[d].append(k)
+    order_index = {k: n for n, k in enumerate(deps)}
+    import heapq
+
+    ready = [(order_index[k], k) for k, n in remaining.items() if n == 0]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        _, k = heapq.heappop(ready)
+        out.append(k)
+        for child in dependents[k]:
+            remaining[child] -= 1
+            if remaining[child] == 0:
+                heapq.heappush(ready, (order_index[child], child))
+    if len(out) != len(deps):
+        cycle = find_cycles(deps)
+        members = " -> ".join(cycle[0]) if cycle else "?"
+        raise ValueError(f"dependency cycle: {members}")
+    return out

@@ -1,0 +1,203 @@
+"""The resume recipe: how to resume a run, classified from its persisted launch descriptor. Pure.
+
+Kinds (the seed's four, seed-contracts §1.6, plus our own):
+- ``resumable``: written by `resumable run` as ``{"kind": "resumable", "argv": [...], "cwd": ...}``;
+  runnable, replayed as its exact argv, each token shell-quoted.
+- ``codex-cli``: a seed descriptor whose scriptPath basename is ``pipeline.mjs`` with
+  ``args.command == "resume"`` and a non-blank ``args.run``; runnable.
+- ``legacy-workflow``: any other well-typed seed descriptor; migration-only, never runnable.
+- ``no-launch``: no descriptor, or a malformed one; never runnable.
+- ``unreadable``: the run file itself could not be read.
+
+A non-runnable run never gets a command: printing a guessed command is how a resume re-does
+finished work or runs the wrong thing.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from resumable.core import plan
+from resumable.core.model import json_type_name
+
+_BARE: Final = re.compile(r"^[A-Za-z0-9._/@:=+-]+$")
+# pipeline.mjs's SAFE_ID (seed-contracts §1.7): an id it rejects must not be printed as a command.
+_PIPELINE_SAFE_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def shquote(token: str) -> str:
+    """The seed's shquote: bare when only safe characters, else single-quoted ('\\'' for ')."""
+    if _BARE.match(token):
+        return token
+    return "'" + token.replace("'", "'\\''") + "'"
+
+
+def resume_set(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The seed-shaped resume set ``{skip, eligible, dep_blocked: {unit: root}}``, null-safe, in
+    O(N), without the planner's diagnostics (their cycle search is not worth a status view's time)."""
+    return plan.resume_set(doc, diagnostics=False)
+
+
+def set_line(rs: Mapping[str, Any]) -> str:
+    return (
+        f"skip {len(rs['skip'])} done · re-run {len(rs['eligible'])} eligible"
+        f" · {len(rs['dep_blocked'])} dep-blocked"
+    )
+
+
+def _nonblank(v: object) -> bool:
+    return isinstance(v, str) and v.strip() != ""
+
+
+def _shell(argv: list[str], cwd: str | None, here: str | None) -> str:
+    cmd = " ".join(shquote(t) for t in argv)
+    # The recorded argv may hold relative paths (job file, --dir); they only mean the same thing
+    # from the directory the run was launched in.
+    if cwd and cwd != here:
+        return f"cd {shquote(cwd)} && {cmd}"
+    return cmd
+
+
+def classify(
+    doc: Mapping[str, Any],
+    file: str,
+    *,
+    here: str | None = None,
+    rs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The resume descriptor of a readable run (the seed's `--resume --json` shape).
+
+    ``file`` is the run's absolute location; ``here`` is the caller's working directory: a
+    `cd <cwd> &&` prefix is added when it differs from the directory the run was launched in.
+    ``rs`` is a precomputed resume set."""
+    if rs is None:
+        rs = resume_set(doc)
+    run_id = doc.get("id")
+    launch = doc.get("launch")
+
+    def no_launch(reason: str) -> dict[str, Any]:
+        return {
+            "runnable": False,
+            "kind": "no-launch",
+            "migrationOnly": True,
+            "reason": reason,
+            "resumeSet": rs,
+        }
+
+    if not isinstance(launch, dict):
+        if launch is None:
+            return no_launch("the run has no launch descriptor")
+        return no_launch(f"the launch descriptor is not an object (it is {json_type_name(launch)})")
+
+    if launch.get("kind") == "resumable":
+        argv = launch.get("argv")
+        if not (isinstance(argv, list) and argv and all(isinstance(t, str) for t in argv)):
+            return no_launch("the resumable launch descriptor has no argv list of strings")
+        cwd = launch.get("cwd")
+        cwd = cwd if _nonblank(cwd) else None
+        return {
+            "runnable": True,
+            "kind": "resumable",
+            "run": run_id,
+            "command": argv[0],
+            "argv": list(argv),
+            "cwd": cwd,
+            "shell": _shell(list(argv), cwd, here),
+            "resumeSet": rs,
+        }
+
+    script = launch.get("scriptPath")
+    if not _nonblank(script):
+        return no_launch("the launch descriptor has no scriptPath")
+    assert isinstance(script, str)
+    args = launch.get("args")
+    if "args" in launch and not isinstance(args, dict):
+        return no_launch("the launch descriptor's args is not an object")
+    args = args if isinstance(args, dict) else {}
+
+    if (
+        posixpath.basename(script) == "pipeline.mjs"
+        and args.get("command") == "resume"
+        and _nonblank(args.get("run"))
+    ):
+        run = args["run"]
+        # Two seed bugs fixed here: a descriptor naming another run was printed as if it were this
+        # one's, and an id the pipeline's SAFE_ID rejects was printed as a command that fails.
+        if isinstance(run_id, str) and run != run_id:
+            return no_launch(f"the launch descriptor resumes run {run!r}, not this run {run_id!r}")
+        if not _PIPELINE_SAFE_ID.match(run) or ".." in run:
+            return no_launch(f"run id {run!r} is not one pipeline.mjs accepts")
+        argv = [script, "resume", "--run", run]
+        return {
+            "runnable": True,
+            "kind": "codex-cli",
+            "run": run,
+            "command": "node",
+            "argv": argv,
+            "shell": "node " + " ".join(shquote(t) for t in argv),
+            "resumeSet": rs,
+        }
+
+    legacy_args = dict(args)
+    legacy_args.setdefault("statusFile", file)
+    return {
+        "runnable": False,
+        "kind": "legacy-workflow",
+        "migrationOnly": True,
+        "reason": "the launch descriptor is not a command this tool or pipeline.mjs can replay",
+        "legacyLaunch": {"scriptPath": script, "args": legacy_args},
+        "resumeSet": rs,
+    }
+
+
+def unreadable(file: str, reason: str) -> dict[str, Any]:
+    return {
+        "runnable": False,
+        "kind": "unreadable",
+        "migrationOnly": True,
+        "reason": reason,
+        "file": file,
+    }
+
+
+
+
+def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None) -> list[str]:
+    """The `--resume` text: `#` comment lines (pasteable into a shell) and, only for a runnable
+    recipe, the command."""
+    kind = desc.get("kind")
+    status = doc.get("status") if doc is not None else None
+    run = doc.get("id") if doc is not None else None
+    out: list[str] = []
+    if kind == "unreadable":
+        out.append(f"# UNREADABLE: {desc.get('file')}: {desc.get('reason')}")
+        out.append("# nothing can be resumed from a file that cannot be read")
+        return out
+    rs = desc.get("resumeSet") or {"skip": [], "eligible": [], "dep_blocked": {}}
+    if status == "done":
+        out.append(f"# run {run} is done: every unit converged, there is nothing to resume")
+    elif status == "aborted":
+        out.append(f"# run {run} was aborted: it is not meant to be resumed")
+    elif status in ("running", "initializing"):
+        out.append(f"# run {run} is marked {status}: resume only once its runner has stopped")
+    if desc.get("runnable"):
+        out.append(f"# resume run {desc.get('run')} ({kind}):")
+        out.append(str(desc.get("shell")))
+        out.append(f"# {set_line(rs)}")
+        return out
+    if kind == "legacy-workflow":
+        out.append("# MIGRATION-ONLY: this run was launched by a legacy workflow script;")
+        out.append("# it is shown for reference and cannot be replayed as a command.")
+        out.append("# Re-launch it with `resumable run` to make it resumable.")
+        out.append(f"# {set_line(rs)}")
+        out.extend(json.dumps(desc.get("legacyLaunch"), indent=2).splitlines())
+        return out
+    out.append(f"# NON-RUNNABLE: {desc.get('reason')}.")
+    out.append("# No command is printed; below is what a resume would skip and re-run.")
+    out.append(f"# {set_line(rs)}")
+    out.extend(json.dumps(rs, indent=2).splitlines())
+    return out

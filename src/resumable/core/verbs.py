@@ -1,0 +1,149 @@
+"""The verbs as events: each function checks its arguments and returns the event to commit. Pure.
+
+The Python API (``Run``), the seed verbs and the runner all build their writes here, so a verb's
+rules live in one place; ``core.events.apply`` then enforces the checkpoint contract against the
+run's current document when the event is committed.
+"""
+
+from __future__ import annotations
+
+from resumable.core.model import (
+    VALIDATION_ALIASES,
+    check_nesting,
+    check_phase_state,
+    check_run_id,
+    check_unit_id,
+    check_unit_state,
+)
+from resumable.errors import InvalidInputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    Event = dict[str, Any]
+
+FINAL_STATUSES = ("done", "needs_attention", "aborted")
+
+
+def validate_launch(launch: object) -> dict[str, Any]:
+    """The seed's ``--launch`` checks: a plain object with a non-blank ``scriptPath`` and, when
+    present, an object ``args``; or the runner's ``{"kind": "resumable", "argv": [...]}``."""
+    if not isinstance(launch, dict):
+        kind = "null" if launch is None else "an array" if isinstance(launch, list) else (
+            type(launch).__name__)
+        raise InvalidInputError(f"--launch must be a JSON object {{ scriptPath, args }} — got {kind}")
+    if launch.get("kind") == "resumable":
+        argv = launch.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise InvalidInputError("--launch.argv must be a non-empty array of strings")
+        return launch
+    script = launch.get("scriptPath")
+    if not isinstance(script, str) or not script.strip():
+        raise InvalidInputError(
+            "--launch.scriptPath must be a non-empty string (the script that resumes this run)"
+        )
+    if "args" in launch and not isinstance(launch["args"], dict):
+        raise InvalidInputError("--launch.args must be a JSON object when present")
+    return launch
+
+
+def _checked(event: Event) -> Event:
+    check_nesting(event)
+    return event
+
+
+def init(
+    task: str,
+    run_id: str,
+    *,
+    units: Sequence[str] = (),
+    launch: dict[str, Any] | None = None,
+    required_phases: Sequence[str] = (),
+    require_validation: bool = False,
+) -> Event:
+    if not isinstance(task, str) or not task.strip():
+        raise InvalidInputError('init requires a task description (--task "<desc>")')
+    check_run_id(run_id)
+    for u in units:
+        check_unit_id(u)
+    event: Event = {"t": "init", "id": run_id, "task": task, "units": list(units)}
+    if launch is not None:
+        event["launch"] = validate_launch(launch)
+    if required_phases:
+        event["requiredPhases"] = list(required_phases)
+    if require_validation:
+        event["requireValidation"] = True
+    return _checked(event)
+
+
+def begin(launch: dict[str, Any] | None = None) -> Event:
+    """(Re)open a run for a new working session: status running, launch recorded."""
+    event: Event = {"t": "begin"}
+    if launch is not None:
+        event["launch"] = validate_launch(launch)
+    return _checked(event)
+
+
+def unit(
+    unit_id: str,
+    state: str,
+    *,
+    note: str | None = None,
+    deps: Sequence[str] | None = None,
+    attempt: dict[str, Any] | None = None,
+    fields: dict[str, Any] | None = None,
+) -> Event:
+    check_unit_id(unit_id)
+    check_unit_state(state)
+    event: Event = {"t": "unit", "unit": unit_id, "state": state}
+    if note is not None:
+        event["note"] = note
+    if deps is not None:
+        event["deps"] = [check_unit_id(d) for d in deps]
+    if attempt is not None:
+        event["attempt"] = attempt
+    if fields is not None:
+        event["fields"] = fields
+    return _checked(event)
+
+
+def invalidate(unit_id: str, reason: str) -> Event:
+    """The only way a done unit goes back to pending: an explicit record of why."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidInputError("an invalidation needs a reason")
+    return _checked({"t": "invalidate", "unit": check_unit_id(unit_id), "reason": reason})
+
+
+def phase(name: str, state: str) -> Event:
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError("phase requires <phase> <pending|running|done|blocked|skipped>")
+    return _checked({"t": "phase", "phase": name, "state": check_phase_state(state)})
+
+
+def item(items: object) -> Event:
+    return _checked({"t": "item", "items": items})
+
+
+def resolve(ids: Sequence[str]) -> Event:
+    return _checked({"t": "resolve", "ids": [str(i) for i in ids]})
+
+
+def validation(status: str, note: str | None = None) -> Event:
+    canonical = VALIDATION_ALIASES.get(status)
+    if canonical is None:
+        raise InvalidInputError("validation requires <green|red> (aliases: pass/ok/fail)")
+    event: Event = {"t": "validation", "status": canonical}
+    if note is not None:
+        event["note"] = note
+    return _checked(event)
+
+
+def finalize(status: str, result: str | None = None) -> Event:
+    if status not in FINAL_STATUSES:
+        raise InvalidInputError("finalize requires <done|needs_attention|aborted>")
+    event: Event = {"t": "finalize", "status": status}
+    if result is not None:
+        event["result"] = result
+    return _checked(event)

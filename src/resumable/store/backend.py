@@ -1,0 +1,196 @@
+"""The storage seam: the only way the rest of resumable reaches stored runs.
+
+::
+
+    cli/ ── api ──┬── runner/ ──┐
+                  └── view/ ────┴──> store.Backend ──> RunHandle   (this module: the protocol)
+                                         │
+                        ┌────────────────┴─────────────────┐
+                   store/files/                       store/postgres/
+                   runs directory: journal +          tables, migrations, leases,
+                   snapshot, flock, archive           LISTEN/NOTIFY (optional extra)
+
+A ``Backend`` is a place runs live (a runs directory, a database). ``open`` gives a ``RunHandle`` for
+one run: its current document, an atomic ``commit`` of events (the checkpoint rules of
+``core.events.apply`` hold inside it, so a refused event changes nothing), its history, and a change
+token for ``status --watch``. ``lease`` gives the runner lease: at most one live runner per run, and
+what a dead runner left running. Nothing outside ``store/files/`` names a run's files and nothing
+outside ``store/postgres/`` speaks SQL; everything above reaches runs through these three protocols.
+
+Events are plain dicts (``core.events``); a handle stamps ``at`` on events that lack one. A write is
+durable before ``commit`` returns (the file store fsyncs its journal; PostgreSQL commits).
+
+The PostgreSQL store adds, for workers on many hosts (``resumable worker``), on its backend object:
+
+- ``submit(job) -> str``: record a job's steps, fingerprints and needs as a run (idempotent).
+- ``claim(worker, runs, limit) -> list[Claim]``: eligible units (every need done, not leased), taken
+  with ``FOR UPDATE SKIP LOCKED``; each ``Claim`` carries the unit, the attempt number, the lease
+  expiry and a fencing token (the lease epoch).
+- ``renew(claims) -> list[Claim]``: heartbeat; returns the claims that were lost (expired and taken).
+- ``complete(claim, events) -> bool``: commit the attempt's outcome only if the claim's epoch is still
+  current; a stale completion is recorded as a stale attempt and refused (False), never applied.
+- ``release(claim)``: hand a claim back without an outcome (a worker stopping).
+- ``wait(runs, timeout)``: block on ``LISTEN`` until something changed (a unit done, a claim freed).
+- ``upgrade()`` / ``schema_version()``: versioned migrations; an older resumable refuses a newer schema.
+
+Its ``RunHandle`` is the same protocol as the file store's; ``wait_for_change`` follows ``NOTIFY``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, RunEntry
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Iterator, Sequence
+
+__all__ = ["Backend", "Doc", "Event", "GcResult", "LeftoverGroup", "Record", "RunEntry", "RunHandle",
+           "RunnerLease"]
+
+
+class RunnerLease(Protocol):
+    """At most one live runner per run, wherever it was started from.
+
+    The holder keeps the lease until ``release`` or its death (the file store's lease is an flock,
+    released by the kernel; PostgreSQL's a session advisory lock, released with the connection), so a
+    killed runner never blocks the next one and nothing is taken over on a timer."""
+
+    @property
+    def secret(self) -> str:
+        """This runner's secret, for its steps' environment (see ``LeftoverGroup``)."""
+        ...
+
+    def acquire(self) -> None:
+        """Take the lease; ``RefusedError`` naming the live holder (pid, host, start) if there is one."""
+        ...
+
+    def holder(self) -> dict[str, Any] | None:
+        """The live holder's description (pid, host, startedAt), or None when no runner holds the run."""
+        ...
+
+    def leftovers(self) -> list[LeftoverGroup]:
+        """Groups that dead runners left running and that are not yet proven gone. The list only
+        shrinks through ``reaped``: a runner interrupted while reaping leaves it for the next one."""
+        ...
+
+    def reaped(self, groups: Sequence[LeftoverGroup]) -> None:
+        """Groups proven gone: drop them from the leftovers."""
+        ...
+
+    def track(self, group: LeftoverGroup) -> None:
+        """A step's group started: record it before anything else can lose track of it."""
+        ...
+
+    def untrack(self, pgid: int) -> None:
+        """A step's group is gone."""
+        ...
+
+    def release(self) -> None: ...
+
+
+class RunHandle(Protocol):
+    """One run in one store, for one process. Not thread-safe; open one per thread."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def location(self) -> str:
+        """Where the run lives, for people (the snapshot file's path; a database and run id)."""
+        ...
+
+    @property
+    def warning(self) -> str | None:
+        """Set when the last commit was durable but a derived view could not be brought up to date
+        (the file store's snapshot, e.g. in a read-only directory); None otherwise."""
+        ...
+
+    def exists(self) -> bool: ...
+
+    def load(self) -> Doc | None:
+        """The current document (None when the run does not exist), without taking a lock. The
+        returned dict is the handle's own: treat it as read-only."""
+        ...
+
+    def read(self) -> Doc:
+        """``load``, raising the store's "no such run" error (``NoRunError`` for a run named by id)."""
+        ...
+
+    def commit(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
+        """Apply ``events`` in order, atomically, and make them durable; returns each event's output.
+
+        A refusal (``RefusedError``) or bad input (``InvalidInputError``) by any event leaves the run
+        unchanged. An ``init`` event may only come first and alone. ``lazy_view`` lets the file store
+        leave its snapshot view to its amortised budget for this write."""
+        ...
+
+    def flush(self) -> None:
+        """Bring derived views up to date (the file store's snapshot); a no-op where there are none."""
+        ...
+
+    def history(self, since: int = 0) -> Iterator[Record]:
+        """Every record with a sequence number above ``since``, oldest first."""
+        ...
+
+    def change_token(self) -> Hashable:
+        """A cheap value that changes whenever a commit lands (compared by ``status --watch``)."""
+        ...
+
+    def wait_for_change(self, token: Hashable, timeout: float) -> Hashable:
+        """Block until the change token differs from ``token`` or ``timeout`` seconds pass; returns
+        the current token."""
+        ...
+
+    def log_dir(self) -> str:
+        """A local directory for this run's step logs."""
+        ...
+
+    def put_blob(self, data: bytes) -> str:
+        """Store ``data`` by content and return its reference (``sha256:<hex>``), durably: a record
+        that names the reference may be committed as soon as this returns. Storing the same bytes
+        twice stores them once."""
+        ...
+
+    def get_blob(self, ref: str) -> bytes:
+        """The bytes stored under ``ref``; ``CorruptRunError`` when they are missing or damaged."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release what the handle holds (descriptors, connections)."""
+        ...
+
+
+class Backend(Protocol):
+    """A place runs live."""
+
+    @property
+    def description(self) -> str:
+        """For people: "runs directory /srv/x/.resumable/runs (found walking up from /srv/x)"."""
+        ...
+
+    @property
+    def root(self) -> str:
+        """The runs directory or the database URL (without a password)."""
+        ...
+
+    def open(self, run: str) -> RunHandle:
+        """A run by id (the file store also takes the path of a ``.json`` status file). Opening does
+        not touch the store; the first commit of an ``init`` creates the run."""
+        ...
+
+    def list_runs(self) -> list[RunEntry]:
+        """Every run, newest first (updatedAt, else createdAt, else the store's own time)."""
+        ...
+
+    def gc(self, keep_days: float, *, now: float | None = None) -> GcResult:
+        """Archive finished (done/aborted) runs last updated more than ``keep_days`` ago."""
+        ...
+
+    def delete(self, run: str) -> list[str]:
+        """Delete a run's state and logs (the caller holds its runner lease); returns what went."""
+        ...
+
+    def lease(self, run_id: str) -> RunnerLease: ...
+
+    def close(self) -> None: ...

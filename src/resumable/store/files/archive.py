@@ -1,0 +1,131 @@
+"""Moving runs aside: archiving (gc, and init over a finished run) and deleting (--reset).
+
+Each operation holds the run's writer lock, so no writer is half way through a write, and never
+overwrites an earlier archive.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from resumable import fsio
+from resumable.core.stamps import parse_stamp
+from resumable.errors import NoRunError, StoreError
+from resumable.store.files.layout import RunFiles, files_for, translate
+from resumable.store.files.loader import load
+from resumable.store.files.lock import held_lock
+
+_SUFFIXES = (".json", ".journal.jsonl", ".d")
+
+
+def delete_run(files: RunFiles) -> list[str]:
+    """Delete a run's snapshot, journal and data directory (logs) under the run's lock; the lock
+    file itself stays (it is never unlinked). Returns the names of what was deleted."""
+    removed: list[str] = []
+    if not os.path.isdir(files.dir):
+        return removed
+    lock = held_lock(files)
+    try:
+        for path in (files.snapshot, files.journal):
+            if os.path.lexists(path):
+                try:
+                    fsio.unlink(path)
+                except OSError as exc:
+                    raise translate(exc, f"cannot delete {path}") from exc
+                removed.append(os.path.basename(path))
+        if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
+            import shutil
+
+            shutil.rmtree(files.data_dir, ignore_errors=True)
+            removed.append(os.path.basename(files.data_dir) + "/")
+        try:
+            fsio.fsync_dir(files.dir)
+        except OSError as exc:
+            raise translate(exc, f"cannot delete the files of {files.snapshot}") from exc
+    finally:
+        lock.close()
+    return removed
+
+
+def archive_base(files: RunFiles) -> tuple[str, str]:
+    """(archive dir, base path) with one free base name for every file of this run (snapshot,
+    journal, data dir): ``archive/<stem>`` as the seed names it, with a time suffix only when that
+    name is taken, so files stay recognisably together and nothing archived is overwritten."""
+    archive = os.path.join(files.dir, "archive")
+    base = os.path.join(archive, files.stem)
+    if not any(os.path.lexists(base + sfx) for sfx in _SUFFIXES):
+        return archive, base
+    tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = os.path.join(archive, f"{files.stem}.{tag}")
+    n = 0
+    while any(os.path.lexists(base + sfx) for sfx in _SUFFIXES):
+        n += 1
+        base = os.path.join(archive, f"{files.stem}.{tag}.{n}")
+    return archive, base
+
+
+def archive_run(files: RunFiles) -> str:
+    """Move a run's snapshot, journal and data dir into ``<dir>/archive/`` under names that never
+    overwrite an earlier archive. The caller holds the run's lock."""
+    archive, base = archive_base(files)
+    try:
+        fsio.mkdir(archive)
+        if os.path.lexists(files.snapshot):
+            fsio.rename_noclobber(files.snapshot, base + ".json")
+        if os.path.lexists(files.journal):
+            fsio.rename_noclobber(files.journal, base + ".journal.jsonl")
+        if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
+            fsio.rename_noclobber_dir(files.data_dir, base + ".d")
+        fsio.fsync_dir(archive)
+        fsio.fsync_dir(files.dir)
+    except OSError as exc:
+        raise translate(exc, f"cannot archive {files.snapshot}") from exc
+    return base
+
+
+# --- gc --------------------------------------------------------------------------------------
+
+
+def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[int, str]:
+    """Archive terminal (done/aborted) runs last updated more than ``keep_days`` ago. Each run is
+    examined under its own lock; live runs and unreadable files are never touched."""
+    archive = os.path.join(directory, "archive")
+    if not os.path.isdir(directory):
+        return -1, archive
+    now = time.time() if now is None else now
+    cutoff = now - keep_days * 86400
+    moved = 0
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if not name.endswith(".json") or os.path.islink(path) or not os.path.isfile(path):
+            continue
+        files = files_for(path)
+        try:
+            lock = held_lock(files)
+        except StoreError:
+            continue
+        try:
+            try:
+                doc = load(files).doc
+            except (StoreError, NoRunError):
+                continue
+            status = doc.get("status") if doc is not None else None
+            # Only done/aborted (needs_attention is live to init, so it is live here too); checked
+            # as a str first (a hand-edited list status is unhashable).
+            if doc is None or not isinstance(status, str) or status not in ("done", "aborted"):
+                continue
+            updated = parse_stamp(doc.get("updatedAt"))
+            if updated is None:
+                # No usable stamp: the file's own age stands in (the seed archived these blindly).
+                try:
+                    updated = os.stat(path).st_mtime
+                except OSError:
+                    continue
+            if updated > cutoff:
+                continue
+            archive_run(files)
+            moved += 1
+        finally:
+            lock.close()
+    return moved, archive

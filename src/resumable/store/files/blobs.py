@@ -1,0 +1,59 @@
+"""Content-addressed files beside a run (``<stem>/blobs/ab/abcdef...``): large values a record
+refers to by ``sha256:<hex>`` instead of holding them (durable step results over 64 KiB).
+
+A blob is written before the record that names it (temp file + fsync + rename + directory fsync),
+so a record never names bytes that a crash could lose; its name is its hash, so a damaged or
+missing blob is detected on read, never returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from resumable import fsio
+from resumable.errors import CorruptRunError, InvalidInputError
+from resumable.store.files.layout import RunFiles, translate
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _path(files: RunFiles, digest: str) -> str:
+    return os.path.join(files.data_dir, "blobs", digest[:2], digest)
+
+
+def _digest(ref: str) -> str:
+    kind, _, digest = ref.partition(":")
+    if kind != "sha256" or len(digest) != 64 or not _HEX.issuperset(digest):
+        raise InvalidInputError(f"not a blob reference: {ref[:80]!r} (expected sha256:<64 hex>)")
+    return digest
+
+
+def put(files: RunFiles, data: bytes) -> str:
+    digest = hashlib.sha256(data).hexdigest()
+    path = _path(files, digest)
+    if os.path.isfile(path) and not os.path.islink(path):
+        return f"sha256:{digest}"
+    try:
+        for directory in (files.data_dir, os.path.join(files.data_dir, "blobs"), os.path.dirname(path)):
+            if not os.path.isdir(directory):
+                fsio.mkdir(directory)
+                fsio.fsync_dir(os.path.dirname(directory))
+        fsio.atomic_write(path, data)
+    except OSError as exc:
+        raise translate(exc, f"cannot store a value of {len(data)} bytes for {files.snapshot}") from exc
+    return f"sha256:{digest}"
+
+
+def get(files: RunFiles, ref: str) -> bytes:
+    digest = _digest(ref)
+    path = _path(files, digest)
+    try:
+        data = fsio.read_bytes(path)
+    except OSError as exc:
+        raise CorruptRunError(f"{path}: stored value {ref} cannot be read ({exc.strerror or exc}):"
+                              " restore it from a backup, or re-run the step that produced it") from exc
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise CorruptRunError(f"{path}: stored value {ref} is damaged (its content no longer matches"
+                              " its hash): restore it from a backup, or re-run the step that produced it")
+    return data

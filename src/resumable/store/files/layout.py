@@ -1,0 +1,158 @@
+"""Where runs live and what their files are called.
+
+Files of a run with stem S (``<runs-dir>/<id>``, or a ``.json`` path given by the user minus
+``.json``):
+
+    S.json            the snapshot view (pretty JSON + "_journal" marker; see snapshot.py)
+    S.journal.jsonl   the journal: the source of truth and the run's whole history
+    S.lock            flock lock file serialising writers; never unlinked (see lock.py)
+    S.runner.lock     the runner lease (see lease.py)
+    S/                per-run data (the runner's logs)
+
+Paths are plain strings here and in the store: pathlib's import alone costs more than a small
+write, and `resumable unit` is called from shell loops thousands of times.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from resumable import fsio
+from resumable.core.model import check_run_id
+from resumable.errors import DiskFullError, InvalidInputError, NoRunError, StoreError
+
+RUNS_SUBDIR = os.path.join(".resumable", "runs")
+SEED_RUNS_SUBDIR = os.path.join(".ulpi", "runs")  # the ulpi seed tools' runs directory
+NAME_MAX = 255  # bytes in one path component on the filesystems we run on
+
+
+class RunsDir:
+    """A runs directory and how it was found (``status`` says which, for a seed user's sake)."""
+
+    __slots__ = ("how", "path")
+
+    def __init__(self, path: str, how: str) -> None:
+        self.path = path
+        self.how = how
+
+
+def expand(path: str, what: str) -> str:
+    """One rule for ``~`` wherever a directory comes from (flag, environment, job file): expanded,
+    as a shell would for an unquoted word, then made absolute. Components longer than a file name
+    may be are refused here, in one line, rather than as an OS error halfway through a write."""
+    if not path:
+        raise InvalidInputError(f"{what} is empty: give a directory, or leave it out")
+    if "\x00" in path:
+        raise InvalidInputError(f"{what} contains a NUL byte")
+    full = os.path.abspath(os.path.expanduser(path))
+    for part in full.split(os.sep):
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise InvalidInputError(
+                f"{what} has a path component of {len(os.fsencode(part))} bytes; the limit is {NAME_MAX}")
+    return full
+
+
+def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, start: str | None = None) -> RunsDir:
+    """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else ``$ULPI_RUNS_DIR`` (absolute only, as
+    the seed), else the nearest ``.resumable/runs`` or ``.ulpi/runs`` walking up from ``start`` (the
+    current directory, or a job file's directory) as git finds ``.git``, else
+    ``<start>/.resumable/runs``. Never creates anything."""
+    if explicit is not None:
+        return RunsDir(expand(os.fspath(explicit), "--dir"), "given with --dir")
+    env = os.environ.get("RESUMABLE_DIR")
+    if env:
+        return RunsDir(expand(env, "RESUMABLE_DIR"), "from RESUMABLE_DIR")
+    seed_env = os.environ.get("ULPI_RUNS_DIR")
+    if seed_env and os.path.isabs(seed_env):
+        return RunsDir(expand(seed_env, "ULPI_RUNS_DIR"), "from ULPI_RUNS_DIR")
+    origin = os.path.abspath(start) if start is not None else os.getcwd()
+    parent = origin
+    while True:
+        for sub in (RUNS_SUBDIR, SEED_RUNS_SUBDIR):
+            candidate = os.path.join(parent, sub)
+            if os.path.isdir(candidate):
+                return RunsDir(candidate, f"found walking up from {origin}")
+        up = os.path.dirname(parent)
+        if up == parent:
+            break
+        parent = up
+    return RunsDir(os.path.join(origin, RUNS_SUBDIR), f"none found walking up from {origin}: the default")
+
+
+def create_runs_dir(path: str) -> None:
+    try:
+        fsio.mkdir(path)
+    except OSError as exc:
+        raise translate(exc, f"cannot create runs directory {path}") from exc
+
+
+class RunFiles:
+    """The paths of one run's files (strings)."""
+
+    __slots__ = ("by_id", "data_dir", "dir", "journal", "lock", "runner_lock", "snapshot", "stem")
+
+    def __init__(self, snapshot_path: str, *, by_id: bool = False) -> None:
+        head, name = os.path.split(snapshot_path)
+        self.stem = name[: -len(".json")]
+        self.dir = head or "."
+        self.snapshot = snapshot_path
+        self.journal = os.path.join(head, f"{self.stem}.journal.jsonl")
+        self.lock = os.path.join(head, f"{self.stem}.lock")
+        self.runner_lock = os.path.join(head, f"{self.stem}.runner.lock")
+        self.data_dir = os.path.join(head, self.stem)  # runner logs and other per-run files
+        self.by_id = by_id  # named by id (inside the runs dir), not by a .json path
+
+
+def files_for(snapshot_path: str | os.PathLike[str], *, by_id: bool = False) -> RunFiles:
+    return RunFiles(os.fspath(snapshot_path), by_id=by_id)
+
+
+def resolve_run(run: str | os.PathLike[str], runs_dir: str) -> RunFiles:
+    """A path ending in ``.json`` is used as given (the seed's form); anything else is a run id
+    meaning ``<runs-dir>/<id>.json``."""
+    text = os.fspath(run)
+    if "\x00" in text:
+        raise InvalidInputError("run argument contains a NUL byte")
+    if text.endswith(".json"):
+        name = os.path.basename(text)
+        if name == ".json":
+            raise InvalidInputError(f"status file name {text!r} has no stem")
+        if len(os.fsencode(name)) > NAME_MAX - len(".journal.jsonl") + len(".json"):
+            raise InvalidInputError(f"status file name is {len(os.fsencode(name))} bytes; too long for"
+                                    " its journal's name to fit in a file name")
+        return files_for(text)
+    check_run_id(text)
+    return files_for(os.path.join(runs_dir, f"{text}.json"), by_id=True)
+
+
+# --- errors at the I/O boundary --------------------------------------------------------------
+
+
+def translate(exc: OSError, what: str) -> StoreError:
+    """One-line StoreError for an OSError, saying what to do."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskFullError(f"{what}: no space left on device — free some space and re-run")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StoreError(f"{what}: {exc.strerror} — check the directory's permissions")
+    if exc.errno == errno.ELOOP:
+        return StoreError(f"{what}: is a symbolic link; resumable does not follow links in runs")
+    if exc.errno == errno.ENOENT:
+        return StoreError(f"{what}: {exc.strerror} — check the path (init creates it)")
+    if exc.errno == errno.ENAMETOOLONG:
+        return StoreError(f"{what}: file name too long — use a shorter name")
+    return StoreError(f"{what}: {exc.strerror or exc}")
+
+
+def missing_run(files: RunFiles) -> StoreError | NoRunError:
+    """A run that does not exist: exit 3 when named by id (no run matches), exit 1 for a
+    .json path, as the seed's `cannot read/parse` was."""
+    message = (
+        f"cannot read/parse {files.snapshot}: no such run — create it with `resumable init`"
+    )
+    return NoRunError(message) if files.by_id else StoreError(message)
+
+
+def no_parent(files: RunFiles) -> StoreError:
+    return StoreError(
+        f"parent directory of {files.snapshot} does not exist — init creates it; check the path")

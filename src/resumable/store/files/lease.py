@@ -1,0 +1,205 @@
+"""The runner lease of the file store: an flock on ``<stem>.runner.lock`` held for the runner's life.
+
+The kernel drops the lock when the holder dies, however it dies, so a SIGKILLed runner leaves no
+lock behind and nothing is ever taken over on a timer. The file is never unlinked (unlinking a lock
+file lets two processes lock two different inodes).
+
+The file's content (JSON) is information, never an instruction: it names the holder in a refusal
+and lists the process groups of running steps with the runner's secret, so the next runner can stop
+what a dead one left running. A process is only ever signalled when it is proven to carry that
+secret in its environment (``runner.process``); a forged file can name any pid and cannot make a
+process carry a secret. What dead runners left is kept as ``leftovers`` and only shrinks as groups
+are proven gone, so a runner interrupted while reaping leaves the list for the next one.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import secrets
+import socket
+import stat
+
+from resumable import fsio
+from resumable.core.stamps import stamp
+from resumable.errors import RefusedError
+from resumable.store.files.layout import translate
+from resumable.store.values import LeftoverGroup
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+FORMAT = 2
+_MAX_BYTES = 1 << 20  # a lock file is a few hundred bytes; anything larger is not ours
+
+
+def _proc_start(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (field 22 of /proc/<pid>/stat), against pid reuse."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    rest = data[data.rfind(")") + 2:].split()
+    return rest[19] if len(rest) > 19 else None
+
+
+def describe(info: dict[str, Any]) -> str:
+    return f"pid {info.get('pid', '?')} on {info.get('host', '?')}, started {info.get('startedAt', '?')}"
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """Open without following a link and without blocking on a FIFO; refuse anything but a file."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    return fd
+
+
+def _read(fd: int) -> dict[str, Any]:
+    try:
+        data = os.pread(fd, _MAX_BYTES, 0)
+        value = json.loads(data.decode("utf-8") or "{}")
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _groups(value: object, default_secret: object) -> list[LeftoverGroup]:
+    """Group records from a lock file, of this format or of 0.1.0's (token per runner)."""
+    out: list[LeftoverGroup] = []
+    if not isinstance(value, list):
+        return out
+    for g in value:
+        if not isinstance(g, dict):
+            continue
+        pgid = g.get("pgid")
+        start = g.get("start", g.get("startToken"))
+        secret = g.get("secret", default_secret)
+        if isinstance(pgid, int) and not isinstance(pgid, bool) and pgid > 1 and isinstance(secret, str) \
+                and secret:
+            out.append(LeftoverGroup(pgid, start if isinstance(start, str) else None, secret))
+    return out
+
+
+def check_not_loose(directory: str) -> None:
+    """Refuse a runs directory other users may write to, as ssh refuses loose permissions: anyone who
+    can write there could plant files that a runner reads."""
+    try:
+        st = os.stat(directory)
+    except OSError as exc:
+        raise translate(exc, f"cannot use runs directory {directory}") from exc
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise RefusedError(
+            f"runs directory {directory} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}):"
+            f" run `chmod go-w {directory}` first")
+
+
+class FileRunnerLease:
+    def __init__(self, path: str, run_id: str) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.fd: int | None = None
+        self._secret = secrets.token_hex(16)
+        self._running: dict[int, LeftoverGroup] = {}
+        self._leftovers: list[LeftoverGroup] = []
+        self.info: dict[str, Any] = {}
+
+    @property
+    def secret(self) -> str:
+        return self._secret
+
+    def acquire(self) -> None:
+        directory = os.path.dirname(self.path) or "."
+        if not os.path.isdir(directory):
+            try:
+                fsio.mkdir(directory)
+            except OSError as exc:
+                raise translate(exc, f"cannot create runs directory {directory}") from exc
+        check_not_loose(directory)
+        try:
+            fd = _open_regular(self.path, os.O_RDWR | os.O_CREAT)
+        except OSError as exc:
+            raise translate(exc, f"cannot open runner lock {self.path}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read(fd)
+            os.close(fd)
+            raise RefusedError(
+                f"run {self.run_id!r} is already being run by {describe(holder)};"
+                " wait for it to finish or stop it (Ctrl-C / kill that pid)"
+            ) from None
+        self.fd = fd
+        previous = _read(fd)
+        # What dead runners left: their leftovers not yet proven gone, and the groups the last one
+        # was running. Kept in the file until reaped.
+        inherited = _groups(previous.get("leftovers"), None) + _groups(previous.get("groups"),
+                                                                          previous.get("token"))
+        self._leftovers = list(dict.fromkeys(inherited))
+        self.info = {
+            "v": FORMAT,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "startedAt": stamp(),
+            "start": _proc_start(os.getpid()),
+        }
+        self._write()
+
+    def holder(self) -> dict[str, Any] | None:
+        try:
+            fd = _open_regular(self.path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            info = _read(fd)
+            return {k: info[k] for k in ("pid", "host", "startedAt") if k in info} or {"pid": "?"}
+        finally:
+            os.close(fd)
+        return None
+
+    def leftovers(self) -> list[LeftoverGroup]:
+        return list(self._leftovers)
+
+    def reaped(self, groups: Sequence[LeftoverGroup]) -> None:
+        gone = set(groups)
+        self._leftovers = [g for g in self._leftovers if g not in gone]
+        self._write()
+
+    def track(self, group: LeftoverGroup) -> None:
+        self._running[group.pgid] = group
+        self._write()
+
+    def untrack(self, pgid: int) -> None:
+        if self._running.pop(pgid, None) is not None:
+            self._write()
+
+    def _write(self) -> None:
+        # No fsync: the content matters only if this runner dies while the machine stays up, and
+        # then the page cache has it (after a reboot no process of ours is left to stop). Failing to
+        # write (disk full) must not stop the work either.
+        if self.fd is None:
+            return
+        self.info["groups"] = [g.to_json() for g in self._running.values()]
+        self.info["leftovers"] = [g.to_json() for g in self._leftovers]
+        data = json.dumps(self.info, separators=(",", ":")).encode()
+        try:
+            os.pwrite(self.fd, data, 0)
+            os.ftruncate(self.fd, len(data))
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        if self.fd is not None:
+            self._running.clear()
+            self._write()
+            os.close(self.fd)  # closing the last descriptor drops the flock
+            self.fd = None
+

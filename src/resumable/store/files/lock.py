@@ -1,0 +1,72 @@
+"""The writers' lock of one run: an ``flock`` on ``<stem>.lock``, a file that is never unlinked.
+
+Unlinking a lock file lets a waiter lock the orphaned inode while a newcomer locks a new one, so two
+writers would both hold "the" lock. A dead holder's flock is released by the kernel; nothing is ever
+taken over on a timer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+from resumable import fsio
+from resumable.store.files.layout import RunFiles, no_parent, translate
+
+
+class RunLock:
+    __slots__ = ("fd", "files", "held")
+
+    def __init__(self, files: RunFiles) -> None:
+        self.files = files
+        self.fd: int | None = None
+        self.held = False
+
+    def acquire(self, *, create_dir: bool = False) -> None:
+        """Block until this process holds the run's lock; ``create_dir`` makes the directory first."""
+        parent = self.files.dir
+        if create_dir and not os.path.isdir(parent):
+            try:
+                fsio.mkdir(parent)
+            except OSError as exc:
+                raise translate(exc, f"cannot create {parent}") from exc
+        if self.fd is None:
+            try:
+                self.fd = fsio.open_fd(self.files.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            except FileNotFoundError as exc:
+                raise no_parent(self.files) from exc
+            except OSError as exc:
+                raise translate(exc, f"cannot open lock {self.files.lock}") from exc
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
+                self.held = True
+                return
+            except InterruptedError:
+                continue
+
+    def release(self) -> None:
+        self.held = False
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        self.held = False
+        if self.fd is not None:
+            try:
+                os.close(self.fd)  # closing drops the flock too
+            except OSError:
+                pass
+            self.fd = None
+
+
+def held_lock(files: RunFiles) -> RunLock:
+    """A lock already acquired (for whole-run operations: archive, delete); release and close it."""
+    lock = RunLock(files)
+    try:
+        lock.acquire()
+    except BaseException:
+        lock.close()
+        raise
+    return lock
+

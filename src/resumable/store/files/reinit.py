@@ -1,0 +1,83 @@
+"""Starting a new run over a finished one (``init`` over a done or aborted run), crash-safely.
+
+A crash at any point leaves either the old run or the new one (proof suite R2/R4: moving the old
+files away first and appending the init record afterwards left a window with no run at all).
+
+Order: hard-link the old files into the archive (the old run stays in place); remove the old
+snapshot (the old journal alone still loads as the old run), durably, so it can never be read as
+the view of the new journal; atomically replace the journal with one holding just the init record;
+then the caller refreshes the snapshot, and the old logs are moved aside last.
+"""
+
+from __future__ import annotations
+
+import os
+
+from resumable import fsio
+from resumable.store.files.archive import archive_base
+from resumable.store.files.layout import RunFiles, translate
+
+
+def replace_run(files: RunFiles, record: bytes) -> str:
+    """Archive the old run's files and make ``record`` (an init record) the whole journal; returns
+    the archive base name. On failure the old run is put back and a StoreError raised."""
+    archive, base = archive_base(files)
+    has_journal = os.path.lexists(files.journal)
+    linked: list[tuple[str, str]] = []  # (archive link, live path)
+    snap_unlinked = False
+    try:
+        fsio.mkdir(archive)
+        if os.path.lexists(files.snapshot):
+            fsio.link(files.snapshot, base + ".json")
+            linked.append((base + ".json", files.snapshot))
+        if has_journal:
+            fsio.link(files.journal, base + ".journal.jsonl")
+            linked.append((base + ".journal.jsonl", files.journal))
+        fsio.fsync_dir(archive)
+        fsio.fsync_dir(files.dir)
+        if has_journal and os.path.lexists(files.snapshot):
+            # Without a journal the old snapshot stays until the new one replaces it: an unmarked
+            # snapshot next to a journal loads as the snapshot (old run).
+            fsio.unlink(files.snapshot)
+            snap_unlinked = True
+            fsio.fsync_dir(files.dir)
+        fsio.atomic_write(files.journal, record)
+    except OSError as exc:
+        err = translate(exc, f"cannot start a new run over {files.snapshot}")
+        if not _undo(files, linked, has_journal, snap_unlinked, archive):
+            err = type(err)(f"{err} (and the old run could not be put back: the new run may"
+                            " or may not have been started)")
+        raise err from exc
+    return base
+
+
+def move_old_logs(files: RunFiles, base: str) -> None:
+    """Old logs are part of neither run's state, so they move last, and failing to is harmless."""
+    if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
+        try:
+            fsio.rename_noclobber_dir(files.data_dir, base + ".d")
+            fsio.fsync_dir(os.path.dirname(base))
+        except OSError:
+            pass
+
+
+def _undo(files: RunFiles, linked: list[tuple[str, str]], had_journal: bool, snap_unlinked: bool,
+          archive: str) -> bool:
+    """Put the old run's files back from their archive links, so the state is the last
+    acknowledged one (e.g. after the directory fsync that follows the journal replace failed, when
+    the new journal may be visible). False if that failed too."""
+    try:
+        for link, live in linked:
+            if live == files.snapshot and not snap_unlinked:
+                fsio.unlink(link)  # still in place: drop the archive copy
+            elif os.path.lexists(live) and os.path.samefile(link, live):
+                fsio.unlink(link)  # the journal was never replaced
+            else:
+                fsio.replace(link, live)  # the old file back (over the new journal)
+        if not had_journal and os.path.lexists(files.journal):
+            fsio.unlink(files.journal)
+        fsio.fsync_dir(files.dir)
+        fsio.fsync_dir(archive)
+    except OSError:
+        return False
+    return True

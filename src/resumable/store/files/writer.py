@@ -1,0 +1,233 @@
+"""The write path of the file store: ``Writer.commit``.
+
+Every write: take the run's lock, catch up on records other processes appended (and on a snapshot
+another program edited, which is adopted as a new base), apply the events (which may refuse),
+append their records and fsync, refresh the snapshot view when the policy says so, release.
+"""
+
+from __future__ import annotations
+
+import os
+
+from resumable import fsio
+from resumable.core import jsonio
+from resumable.core.events import apply
+from resumable.core.model import LIVE_RUN_STATES, shape_problem
+from resumable.core.stamps import stamp
+from resumable.errors import InvalidInputError, RefusedError
+from resumable.store.files import journal
+from resumable.store.files.cursor import Cursor
+from resumable.store.files.layout import RunFiles, missing_run, no_parent, translate
+from resumable.store.files.loader import Loaded
+from resumable.store.files.lock import RunLock
+from resumable.store.files.refresh import SnapshotView
+from resumable.store.files.reinit import move_old_logs, replace_run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+
+class Writer:
+    """The write side of one run, for one process. Keeps the document in memory between writes and
+    catches up under the lock, so a write costs O(1) however many units the run has."""
+
+    def __init__(self, files: RunFiles) -> None:
+        self.files = files
+        self.lock = RunLock(files)
+        self.cursor = Cursor(files)
+        self.view = SnapshotView(self.cursor)
+
+    @property
+    def snapshot_error(self) -> str | None:
+        return self.view.error
+
+    def close(self) -> None:
+        self.cursor.close_journal()
+        self.lock.close()
+        self.cursor.forget()
+
+    def _exists(self) -> bool:
+        return os.path.lexists(self.files.snapshot) or os.path.lexists(self.files.journal)
+
+    def current(self) -> Loaded:
+        """Catch up without writing and without the lock."""
+        if self.cursor.state is None and not self._exists():
+            return self.cursor.full_load()
+        return self.cursor.catch_up()
+
+    # -- commit --
+    def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+        """Apply ``events`` and make them durable, atomically: a refusal by any of them writes
+        nothing. An ``init`` event starts the run (creating the directory, archiving a finished
+        run's files) and must come alone. ``lazy_view`` leaves even a small run's snapshot to the
+        amortised budget for this write (the journal has it; every resumable reader sees it)."""
+        if not events:
+            return []
+        init = events[0].get("t") == "init"
+        if init and len(events) > 1:
+            raise InvalidInputError("an init event must be committed on its own")
+        for event in events:
+            if not isinstance(event.get("at"), str):
+                event["at"] = stamp()
+        if not init and self.cursor.state is None and not self._exists():
+            # Checked before taking the lock, whose file would otherwise be left behind by a write
+            # to a run that does not exist (bad input must change nothing on disk).
+            if not os.path.isdir(self.files.dir) and not self.files.by_id:
+                raise no_parent(self.files)
+            raise missing_run(self.files)
+        self.lock.acquire(create_dir=init)
+        self.cursor.locked = True
+        try:
+            if init:
+                return [self._init_locked(events[0], lazy_view)]
+            return self._commit_locked(events, lazy_view)
+        finally:
+            self.cursor.locked = False
+            self.lock.release()
+
+    def _init_locked(self, event: dict[str, Any], lazy_view: bool) -> Any:
+        state = self.cursor.catch_up()
+        status = state.doc.get("status") if state.doc is not None else None
+        # str check first: a hand-edited status may be a list (unhashable: TypeError).
+        if isinstance(status, str) and status in LIVE_RUN_STATES:
+            raise RefusedError(
+                f"{self.files.snapshot} is a LIVE checkpoint (status={status})."
+                " Resume it — do not re-init. Finalize it first if it is really over."
+            )
+        if state.doc is None and not state.journal_exists:
+            out: Any = self._commit_locked([event], lazy_view, state)[0]
+            return out
+        doc, output = apply(None, event)  # refusals before anything is written
+        record = journal.encode(1, event)
+        self.cursor.close_journal()
+        self.cursor.forget()
+        base = replace_run(self.files, record)
+        new = Loaded(doc, 1, len(record), 0, True, -1, 0, None, 0, None)
+        self.cursor.state = new
+        self.cursor.snap_offset = 0
+        # An old seed snapshot still in place must be replaced now (unmarked next to the new
+        # journal it would read as an edit); otherwise the usual policy applies.
+        self.view.after_write(new, force=os.path.lexists(self.files.snapshot), lazy=lazy_view)
+        move_old_logs(self.files, base)
+        return output
+
+    def _commit_locked(self, events: Sequence[dict[str, Any]], lazy_view: bool,
+                       state: Loaded | None = None) -> list[Any]:
+        if state is None:
+            state = self.cursor.catch_up()
+            if state.doc is None:
+                if not os.path.isdir(self.files.dir):
+                    raise no_parent(self.files)
+                raise missing_run(self.files)
+            problem = shape_problem(state.doc)
+            if problem is not None:
+                raise InvalidInputError(
+                    f"{self.files.snapshot}: {problem} — fix the document (or move it aside and"
+                    " init afresh); nothing was written"
+                )
+        pending: list[dict[str, Any]] = []
+        if state.adopt is not None and state.doc is not None:
+            # A copy: apply() below mutates the document in place, and the base record must hold
+            # the document as adopted, not as it is after these events.
+            adopted = jsonio.loads(jsonio.dumps(state.doc))
+            pending.append({"t": "base", "at": events[0]["at"], "reason": state.adopt, "doc": adopted})
+        outputs: list[Any] = []
+        doc = state.doc
+        try:
+            # Refusals happen here, before anything is written. apply() checks an event fully
+            # before mutating, so only events after the first can leave the cache half-changed.
+            for event in events:
+                doc, out = apply(doc, event)
+                outputs.append(out)
+                pending.append(event)
+            self._append(state, pending)
+        except (RefusedError, InvalidInputError):
+            if outputs:
+                self.cursor.forget()  # earlier events of the batch changed the cached document
+            raise
+        except BaseException:
+            # apply() mutates the cached document in place; if the records then never reach the
+            # journal (a value JSON cannot hold, an interrupt), the cache holds a change that was
+            # never saved and the next write would put it in the snapshot. Forget the cache.
+            self.cursor.forget()
+            raise
+        state.doc = doc
+        state.adopt = None
+        # A finished run's view is made exact once; an adopted base gets a fresh marker at once.
+        force = any(ev.get("t") in ("finalize", "base") for ev in pending)
+        self.view.after_write(state, force=force, lazy=lazy_view)
+        return outputs
+
+    def _append(self, state: Loaded, events: list[dict[str, Any]]) -> None:
+        # Encode first: a value JSON cannot hold (e.g. undecodable argv bytes) must be refused
+        # before the journal is created or touched.
+        seq = state.seq
+        chunks = []
+        for ev in events:
+            seq += 1
+            chunks.append(journal.encode(seq, ev))
+        data = b"".join(chunks)
+        cursor = self.cursor
+        fd = cursor.jfd if cursor.jfd is not None else cursor.open_journal()
+        try:
+            if state.torn:
+                # A torn final fragment was never acknowledged (its fsync never returned); zero
+                # padding is what resumable 0.1.0 kept ahead of its records.
+                fsio.truncate(fd, state.offset, self.files.journal)
+                state.torn = 0
+            os.lseek(fd, state.offset, os.SEEK_SET)
+            fsio.write_all(fd, data, self.files.journal)
+            cursor.jsize = state.offset + len(data)
+            fsio.fsync(fd, self.files.journal)
+        except OSError as exc:
+            rolled_back = self._rollback(state)
+            err = translate(exc, f"cannot write {self.files.journal}")
+            if not rolled_back:
+                # R5 (proof suite): the unacknowledged record could not be cut off, so the next
+                # reader may see it; say so rather than let the user believe it was not saved.
+                err = type(err)(f"{err} (the journal could not be rolled back either: this last"
+                                " write may or may not have been saved)")
+            raise err from exc
+        state.seq = seq
+        state.offset += len(data)
+        state.journal_exists = True
+
+    def _rollback(self, state: Loaded) -> bool:
+        """After a failed append: cut the journal back to the last acknowledged record (never
+        retry the fsync: after a failed fsync the kernel may have dropped the dirty pages, so a
+        retry could report success for data that is gone). Then forget the in-memory state."""
+        fd = self.cursor.jfd
+        self.cursor.jfd = None
+        self.cursor.forget()
+        if fd is None:
+            return False
+        try:
+            # Nothing reached the file when the write itself failed before writing; the truncate
+            # is still issued, so a partial write is cut off.
+            fsio.truncate(fd, state.offset, self.files.journal)
+        except OSError:
+            return False  # the next reader may see the unacknowledged record; the error says so
+        finally:
+            os.close(fd)
+        return True
+
+    def flush(self) -> None:
+        """Bring the snapshot up to date with everything this process knows (e.g. at exit)."""
+        # Nothing to flush while an adoption is pending (a seed file that was only read, or an
+        # external edit not yet journaled): the file on disk *is* the document, and rewriting it
+        # would modify a file that reads must leave alone (and, for an edit, stamp a marker
+        # claiming the journal holds it when it does not).
+        state = self.cursor.state
+        if state is None or state.snap_seq == state.seq or state.adopt:
+            return
+        self.lock.acquire()
+        self.cursor.locked = True
+        try:
+            state = self.cursor.catch_up()
+            if state.doc is not None and state.snap_seq != state.seq and not state.adopt:
+                self.view.refresh(state)
+        finally:
+            self.cursor.locked = False
+            self.lock.release()

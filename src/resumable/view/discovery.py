@@ -1,0 +1,89 @@
+"""Picking the run a reader means: by id, file name, path or id prefix, or the newest.
+
+Everything here only reads. It never creates the runs directory, never takes a lock and never
+rewrites a file: `resumable status` must leave the store byte-identical (mtimes included), because
+people run it against a live run while its runner writes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from resumable import store
+from resumable.errors import NoRunError, ResumableError
+from resumable.store.values import RunEntry
+
+if TYPE_CHECKING:
+    from resumable.store.backend import Backend, RunHandle
+
+
+class Picked:
+    """The run a reader picked: its listing entry, a handle to read it through, and the other runs
+    whose id also starts with what the user typed (the seed picks the first silently; we say so)."""
+
+    __slots__ = ("also_matched", "entry", "handle")
+
+    def __init__(self, entry: RunEntry, handle: RunHandle, also_matched: list[str]) -> None:
+        self.entry = entry
+        self.handle = handle
+        self.also_matched = also_matched
+
+
+def entry_of(handle: RunHandle, name: str) -> RunEntry:
+    try:
+        doc = handle.read()
+    except ResumableError as exc:
+        return RunEntry(name, handle.location, None, str(exc), "")
+    return RunEntry(name, handle.location, doc, None, "")
+
+
+def pick_run(backend: Backend, run: str | None) -> Picked | None:
+    """The run a user means, or None when there are no runs at all (and none was named).
+
+    RUN is a path ending in `.json` (used as given), an exact id or file name, or an id prefix.
+    Raises NoRunError (exit 3) when RUN matches nothing."""
+    if run is not None and (run.endswith(".json") or os.sep in run):
+        if os.path.isfile(run):
+            handle = store.open_path(run)
+            return Picked(entry_of(handle, os.path.basename(run)), handle, [])
+        # The seed also matches a bare file name inside the runs directory.
+        inside = os.path.join(backend.root, run)
+        if os.sep not in run and os.path.isfile(inside):
+            handle = store.open_path(inside)
+            return Picked(entry_of(handle, run), handle, [])
+        raise NoRunError(f'no run matches "{run}" (no such file)')
+    if run is not None:
+        # An exact id goes straight to the run, so naming a run does not load every other run.
+        direct: RunHandle | None
+        try:
+            direct = backend.open(run)
+        except ResumableError:
+            direct = None
+        if direct is not None and direct.exists():
+            handle = direct
+            entry = entry_of(handle, f"{run}.json")
+            if entry.doc is None or entry.run_id == run:
+                return Picked(entry, handle, [])
+    entries = backend.list_runs()
+    if run is None:
+        if not entries:
+            return None
+        chosen = next((e for e in entries if e.doc is not None), entries[0])
+        return Picked(chosen, _handle(backend, chosen), [])
+    for entry in entries:
+        if run in (entry.run_id, entry.name, entry.name.removesuffix(".json")):
+            return Picked(entry, _handle(backend, entry), [])
+    prefixed = [e for e in entries if e.run_id.startswith(run) or e.name.startswith(run)]
+    if prefixed:
+        chosen = prefixed[0]
+        return Picked(chosen, _handle(backend, chosen), [e.run_id for e in prefixed[1:]])
+    if not entries:
+        raise NoRunError(f'no run matches "{run}": there are no runs under {backend.root}')
+    raise NoRunError(f'no run matches "{run}" under {backend.root}')
+
+
+def _handle(backend: Backend, entry: RunEntry) -> RunHandle:
+    if entry.location.endswith(".json") and os.path.isabs(entry.location):
+        return store.open_path(entry.location)
+    return backend.open(entry.run_id)

@@ -1,0 +1,236 @@
+"""`resumable report`: a run as one self-contained HTML page (a Gantt timeline of every attempt).
+
+The page needs no network: CSS, JS and the data are inline. The data is compact arrays, not
+markup, and the JS draws only the rows in view once a run has more than ``VIRTUALISE_ABOVE``
+units, so a 100,000-attempt run stays a few MB and scrolls smoothly.
+
+The chart element carries ``data-bars`` (attempt bars in the data, counted here) and, once the JS
+ran, ``data-laid-out-bars`` (bars it placed on the time axis) and ``data-rendered-bars`` (bar
+elements currently in the DOM): a headless browser test compares them.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from resumable.core.stamps import stamp
+from resumable.view import status as view
+
+VIRTUALISE_ABOVE: Final = 800  # rows; below this every row is in the DOM (hover works anywhere)
+OUTCOMES: Final = ("done", "failed", "timeout", "interrupted", "running", "blocked", "other")
+_ATTEMPT_OUTCOME: Final = {
+    "done": "done", "failed": "failed", "timeout": "timeout", "interrupted": "interrupted",
+    "running": "running", "in_progress": "running", "blocked": "blocked",
+    "dep_blocked": "blocked",
+}
+
+
+def _num(v: object) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v)
+
+
+def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]:
+    """Rows (one per unit) and bars (one per attempt) as compact arrays, times relative to t0.
+
+    A bar is ``[row, start, end, outcome index, attempt n, exit code | null, duration | null,
+    open]``; ``open`` marks an attempt without finishedAt, drawn up to the run's end (or now)."""
+    units = doc.get("units")
+    units = units if isinstance(units, dict) else {}
+    raw: list[tuple[int, float, float | None, str, int, int | None, float | None]] = []
+    rows: list[list[Any]] = []
+    first_start: list[float] = []
+    for uid, unit in units.items():
+        row = len(rows)
+        bucket = view.unit_bucket(unit)
+        rows.append([str(uid), bucket])
+        earliest = float("inf")
+        attempts = unit.get("attempts") if isinstance(unit, dict) else None
+        spans: list[tuple[float, float | None, str, int, int | None, float | None]] = []
+        if isinstance(attempts, list) and attempts:
+            for i, a in enumerate(attempts):
+                if not isinstance(a, dict):
+                    continue
+                start = view.parse_ts(a.get("startedAt"))
+                if start is None:
+                    continue
+                end = view.parse_ts(a.get("finishedAt"))
+                dur = _num(a.get("duration"))
+                if end is None and dur is not None:
+                    end = start + dur
+                st = a.get("status")
+                outcome = _ATTEMPT_OUTCOME.get(st if isinstance(st, str) else "", "other")
+                n = a.get("n")
+                code = a.get("exitCode")
+                spans.append((start, end, outcome, n if isinstance(n, int) else i + 1,
+                              code if isinstance(code, int) and not isinstance(code, bool)
+                              else None, dur))
+        elif isinstance(unit, dict):
+            # A seed unit has no attempts, only its own start/finish: one bar for its one run.
+            start = view.parse_ts(unit.get("startedAt"))
+            if start is not None:
+                end = view.parse_ts(unit.get("finishedAt"))
+                outcome = _ATTEMPT_OUTCOME.get(bucket, "other")
+                code = unit.get("lastExitCode")
+                spans.append((start, end, outcome, 1,
+                              code if isinstance(code, int) and not isinstance(code, bool)
+                              else None, None))
+        for s in spans:
+            raw.append((row, *s))
+            earliest = min(earliest, s[0])
+        first_start.append(earliest)
+
+    starts = [b[1] for b in raw]
+    ends = [b[2] for b in raw if b[2] is not None]
+    run_end = view.parse_ts(doc.get("finishedAt"))
+    if run_end is None:
+        run_end = view.parse_ts(doc.get("updatedAt"))
+        if now is not None and doc.get("status") in view.LIVE:
+            run_end = max(run_end or now, now)
+    t0 = min(starts) if starts else (view.parse_ts(doc.get("createdAt")) or 0.0)
+    t1 = max([t0, *ends, *([run_end] if run_end is not None else [])])
+    if raw and run_end is None:
+        t1 = max(t1, max(starts))
+    bars: list[list[Any]] = []
+    for row, start, end, outcome, n, code, dur in raw:
+        is_open = end is None
+        stop = t1 if end is None else max(end, start)
+        if dur is None and not is_open:
+            dur = stop - start
+        bars.append([row, round(start - t0, 3), round(stop - t0, 3), OUTCOMES.index(outcome), n,
+                     code, None if dur is None else round(dur, 3), 1 if is_open else 0])
+    # Gantt order: units by first start, never-started units last in document order.
+    order = sorted(range(len(rows)), key=lambda r: (first_start[r], r))
+    position = {old: new for new, old in enumerate(order)}
+    rows = [rows[r] for r in order]
+    for b in bars:
+        b[0] = position[b[0]]
+    return {"t0": t0, "span": max(t1 - t0, 1.0), "rows": rows, "bars": bars,
+            "outcomes": list(OUTCOMES)}
+
+
+def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, value, css class) cards for the header."""
+    t = view.tally(doc, keep=0)
+    bars = tl["bars"]
+    units_with_bars = len({b[0] for b in bars})
+    retries = len(bars) - units_with_bars
+    created = view.parse_ts(doc.get("createdAt"))
+    end = view.parse_ts(doc.get("finishedAt")) or view.parse_ts(doc.get("updatedAt"))
+    wall = view.fmt_dur(end - created) if created is not None and end is not None else "—"
+    cards = [("units", str(t.total), ""), ("done", str(t.done), "done")]
+    for b in ("failed", "timeout", "in_progress", "blocked", "dep_blocked", "pending",
+              "interrupted", "malformed"):
+        n = t.counts.get(b, 0)
+        if n or b in ("failed", "timeout", "pending"):
+            cards.append(("running" if b == "in_progress" else b.replace("_", " "), str(n),
+                          b if n else "zero"))
+    cards += [("attempts", str(len(bars)), ""), ("retries", str(retries), ""),
+              ("wall time", wall, "")]
+    return cards
+
+
+def _item_html(item: object) -> str:
+    line = view.finding_line(item)
+    sev = ""
+    parts: list[str] = []
+    for text, style in line[1:]:
+        if text.startswith("[") and text.rstrip().endswith("]"):
+            sev = text.strip()[1:-1]
+        elif style == "bold":
+            parts.append(f"<b>{html.escape(text)}</b>")
+        else:
+            parts.append(html.escape(text))
+    badge = f'<span class="sev sev-{html.escape(sev)}">{html.escape(sev)}</span> ' if sev else ""
+    return f"<li>{badge}{''.join(parts)}</li>"
+
+
+def _script_json(value: object) -> str:
+    # Inside <script> a "</script>" or "<!--" in a unit id or note would end the element early.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+
+
+def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = "") -> str:
+    """The whole report page as one string."""
+    tl = timeline(doc, now)
+    status = doc.get("status")
+    glyph, label, _ = view.STATUS_STYLE.get(status if isinstance(status, str) else "",
+                                             ("?", str(status).upper(), ""))
+    task = doc.get("task")
+    run_id = doc.get("id")
+    cards = "".join(
+        f'<div class="card {html.escape(cls)}"><div class="num">{html.escape(v)}</div>'
+        f'<div class="lbl">{html.escape(k)}</div></div>'
+        for k, v, cls in summary_numbers(doc, tl)
+    )
+    open_items = doc.get("openItems")
+    open_list = open_items if isinstance(open_items, list) else []
+    resolved = doc.get("resolvedItems")
+    n_resolved = len(resolved) if isinstance(resolved, list) else 0
+    findings = "".join(_item_html(i) for i in open_list) or '<li class="none">none</li>'
+    fv = doc.get("finalValidation")
+    if isinstance(fv, dict) and fv.get("status") in ("green", "red"):
+        note = f" — {fv.get('note')}" if isinstance(fv.get("note"), str) else ""
+        validation = (f'<span class="val val-{fv["status"]}">{fv["status"]}</span>'
+                      f"{html.escape(note)}")
+    else:
+        validation = '<span class="muted">not recorded</span>'
+    result = doc.get("result")
+    result_html = ("" if result is None else
+                   f"<p><b>result</b> <code>{html.escape(view.one_line(result, 500))}</code></p>")
+    phases = view.phase_line(doc)
+    phase_html = ""
+    if phases:
+        phase_html = " · phases " + html.escape(view.plain(phases[1:]))
+    legend = "".join(
+        f'<span class="lg"><i class="o{i}"></i>{o}</span>' for i, o in enumerate(OUTCOMES)
+        if any(b[3] == i for b in tl["bars"]) or o in ("done", "failed", "timeout")
+    )
+    meta = " · ".join(
+        html.escape(s) for s in (
+            f"id {run_id}", f"started {doc.get('createdAt') or '?'}",
+            f"updated {doc.get('updatedAt') or '?'}",
+            *([f"finished {doc['finishedAt']}"] if doc.get("finishedAt") else []),
+        )
+    )
+    fields = dict((
+        ("TITLE", html.escape(f"{run_id} — resumable report")),
+        ("BADGE", f'<span class="badge st-{html.escape(str(status))}">'
+                  f"{html.escape(glyph)} {html.escape(label)}</span>"),
+        ("TASK", html.escape(str(task) if task is not None else "(no task)")),
+        ("META", meta),
+        ("FILE", html.escape(file)),
+        ("PHASES", phase_html),
+        ("CARDS", cards),
+        ("LEGEND", legend),
+        ("NBARS", str(len(tl["bars"]))),
+        ("NROWS", str(len(tl["rows"]))),
+        ("VIRT", str(VIRTUALISE_ABOVE)),
+        ("NOPEN", str(len(open_list))),
+        ("NRESOLVED", str(n_resolved)),
+        ("FINDINGS", findings),
+        ("VALIDATION", validation),
+        ("RESULT", result_html),
+        ("DATA", _script_json(tl)),
+        ("GENERATED", html.escape(stamp(now)) if now is not None else ""),
+    ))
+    return fill(template(), fields)
+
+
+def template() -> str:
+    """The page template, a file shipped in the package (``view/report.html``)."""
+    from importlib.resources import files
+
+    return files("resumable.view").joinpath("report.html").read_text(encoding="utf-8")
+
+
+def fill(page: str, fields: Mapping[str, str]) -> str:
+    """Every ``{{NAME}}`` of the template replaced in one pass, so a placeholder inside a value (a
+    task holding ``{{DATA}}``) is never expanded."""
+    import re
+
+    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: fields.get(m.group(1), m.group(0)), page)
