@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -162,12 +161,10 @@ def test_eta_only_while_live_and_after_progress() -> None:
     assert "ETA" not in text(doc)
 
 
-def test_hundred_thousand_units_short_and_fast() -> None:
+def test_hundred_thousand_units_stay_short() -> None:
+    """Counts are aggregated and detail lines capped (its speed is measured by benchmarks/)."""
     doc = big_doc(100_000)
-    t = time.perf_counter()
     lines = view.render_status(doc, file="/runs/big.json", now=NOW)
-    elapsed = time.perf_counter() - t
-    assert elapsed < 0.5, elapsed
     assert len(lines) < 40
     out = "\n".join(view.plain(x) for x in lines)
     assert "80000/100000 done (80%)" in out

@@ -21,7 +21,7 @@ def test_concurrent_writes_without_attempt_get_distinct_attempts(base: Path, tmp
     script = (
         "import os, sys, time\n"
         "from resumable.cli.main import main\n"
-        "import resumable.ledger.api, resumable.ledger.cli, click\n"  # imports done before the gun
+        "import resumable.ledger.api, resumable.cli.checkpoint, click\n"  # imports done before the gun
         f"while os.path.exists({str(go)!r}): time.sleep(0.001)\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )

@@ -24,8 +24,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("resumable.cli.status", "status_command", "Show where runs stand (read-only)."),
     "report": ("resumable.cli.report", "report_command", "Write a self-contained HTML timeline."),
     "log": ("resumable.cli.log", "log_command", "Show a run's history, one line per event."),
-    "checkpoint": ("resumable.ledger.cli", "checkpoint_command", "Phase checkpoint ledger (checkpoint_manager.py)."),
-    "guard": ("resumable.guard.cli", "guard_command", "Run one pass of a recurring job: lock, pass cap, breaker."),
+    "checkpoint": ("resumable.cli.checkpoint", "checkpoint_command", "The phase checkpoint ledger."),
+    "guard": ("resumable.cli.guard", "guard_command", "Run one pass of a recurring job: lock, pass cap, breaker."),
 }
 
 SEED_HELP: dict[str, str] = {
