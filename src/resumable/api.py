@@ -194,6 +194,37 @@ class Run:
     def finalize(self, status: str, result: str | None = None) -> None:
         self._commit(verbs.finalize(status, result))
 
+    def reconcile(
+        self,
+        repo: str | os.PathLike[str] = ".",
+        ref: str | None = None,
+        *,
+        units: Sequence[str] | None = None,
+        all_units: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Trust git over the checkpoint (the seed pipeline's Task-Id reconciliation): every selected
+        unit (default all) whose ``Task-Id:`` trailer is on a commit reachable from ``ref`` (default
+        the run's ``pipeline.integrationRef``, else HEAD) becomes done with the note
+        ``reconciled-from-trailer:<sha>``; a done unit with no such commit gets an open blocker
+        ``stale-done:<id>`` (it stays done: a done unit is never demoted). Commits whose ``Run-Id:``
+        names another run are ignored. Returns ``{integrated, reconciled, staleDone, runnable}``
+        plus ``warnings``; all writes are one atomic commit."""
+        from resumable.git.reconcile import reconcile
+
+        doc = self.handle.read()
+        if ref is None:
+            pipeline = doc.get("pipeline")
+            given = pipeline.get("integrationRef") if isinstance(pipeline, dict) else None
+            ref = given if isinstance(given, str) and given.strip() else "HEAD"
+        run_id = doc.get("id") if isinstance(doc.get("id"), str) else None
+        plan = reconcile(doc, repo, ref, units, all_units=all_units, run_id=run_id)
+        events = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
+                  for kind, uid, payload in plan.writes]
+        if events and not dry_run:
+            self.handle.commit(events)
+        return {**plan.summary(), "warnings": list(plan.warnings)}
+
     # -- lifetime --
     def flush(self) -> None:
         """Bring the snapshot file up to date (large runs refresh it on a budget)."""

@@ -24,6 +24,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("resumable.cli.status", "status_command", "Show where runs stand (read-only)."),
     "report": ("resumable.cli.report", "report_command", "Write a self-contained HTML timeline."),
     "log": ("resumable.cli.log", "log_command", "Show a run's history, one line per event."),
+    "reconcile": ("resumable.cli.reconcile", "reconcile_command", "Mark units done from integrated commits."),
     "checkpoint": ("resumable.cli.checkpoint", "checkpoint_command", "The phase checkpoint ledger."),
     "guard": ("resumable.cli.guard", "guard_command", "Run one pass of a recurring job: lock, pass cap, breaker."),
 }
