@@ -24,6 +24,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("resumable.cli.status", "status_command", "Show where runs stand (read-only)."),
     "report": ("resumable.cli.report", "report_command", "Write a self-contained HTML timeline."),
     "log": ("resumable.cli.log", "log_command", "Show a run's history, one line per event."),
+    "rerun": ("resumable.cli.rerun", "rerun_command", "Mark units of a run to run again."),
 }
 
 SEED_HELP: dict[str, str] = {
