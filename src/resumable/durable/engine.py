@@ -150,7 +150,6 @@ class Engine:
                 self._watchdog = threading.Thread(target=self._watch, name="resumable-start-records",
                                                   daemon=True)
                 self._watchdog.start()
-            self._cv.notify_all()
 
     def take_pre(self, call: Call, final: list[Event] | None) -> list[Event]:
         """The records to commit next for ``call``: what had to precede it, then ``final``; with a
@@ -168,27 +167,22 @@ class Engine:
             call.pre += events
 
     def _watch(self) -> None:
+        # Polls rather than being woken by every call: a wake-up per call would cost every miss a
+        # thread switch, while a start record may come up to half the threshold late.
         while True:
+            time.sleep(max(0.01, self.record_start_after / 2))
             with self._cv:
                 now = time.monotonic()
-                after = self.record_start_after
                 events: list[Event] = []
-                wake = 3600.0
                 for call in self._running.values():
-                    if call.start_recorded or call.finished:
-                        continue
-                    if now - call.started >= after:
+                    if not (call.start_recorded or call.finished) and now - call.started >= self.record_start_after:
                         call.start_recorded = True
                         events += call.pre
                         call.pre = []
                         events.append(start_event(call))
-                    else:
-                        wake = min(wake, call.started + after - now)
                 if events:
                     # Queued under the lock that orders it before the call's final record.
                     self.records.submit(events, None, enqueue_only=True)
-                else:
-                    self._cv.wait(timeout=max(0.01, wake))
             if events:
                 self.records.lead_if_idle()
 
