@@ -118,7 +118,13 @@ class Binder:
 
 def arguments_key(bound: dict[str, Any], step: str) -> str:
     """The default key of a call whose arguments are ``bound``."""
-    return digest(canonical(bound, f"step {step}: argument"))
+    for name, value in bound.items():
+        why = _why_not_json(value, f"argument {name!r}")
+        if why is not None:
+            raise UnkeyableArguments(
+                f"step {step}: {why}, which has no stable JSON form to key the call by: give the step"
+                f" key= (a function of its arguments returning a str, e.g. key=lambda {name}, ...: ...)")
+    return digest(canonical(bound, f"step {step}: the arguments"))
 
 
 def custom_key(value: Any, step: str) -> str:

@@ -40,7 +40,9 @@ IN_WORKER = [False]
 
 def default_name(fn: Any) -> str:
     qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
-    return str(qualname).replace(".<locals>", "")
+    # A function defined inside another is named as it reads ("embed", not "main.<locals>.embed");
+    # two of one name in one run are refused when the second is decorated.
+    return str(qualname).rpartition("<locals>.")[2]
 
 
 def next_attempt(unit: object) -> int:
