@@ -244,11 +244,7 @@ class Run:
         """Mark units (done or not) to run again, with an invalidation record: ``resumable rerun``."""
         from resumable.durable.finish import rerun
 
-        out = rerun(self.handle, unit_ids, reason)
-        engine = self.__dict__.get("_durable_engine")
-        if engine is not None:
-            engine.records.refresh()
-        return out
+        return rerun(self.handle, unit_ids, reason)
 
     # -- lifetime --
     def flush(self) -> None:

@@ -232,6 +232,12 @@ def engine_for(location: str, make: Callable[[], Engine]) -> Engine:
         return engine
 
 
+def open_engine(location: str) -> Engine | None:
+    """This process's engine for the run at ``location``, if it has one."""
+    with _REGISTRY:
+        return _ENGINES.get(location)
+
+
 def _close_all() -> None:
     for engine in list(_ENGINES.values()):
         try:

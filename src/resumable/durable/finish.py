@@ -20,7 +20,7 @@ from typing import Any
 from resumable.core import verbs
 from resumable.core.model import check_unit_id, unit_status
 from resumable.durable.codec import error_line
-from resumable.durable.engine import Engine, interrupted_leftovers
+from resumable.durable.engine import Engine, interrupted_leftovers, open_engine
 from resumable.errors import InvalidInputError, NoRunError, RefusedError
 
 ITEM_PREFIX = "step-failed:"  # the runner's prefix too: one kind of finding for a failed step
@@ -126,4 +126,8 @@ def rerun(handle: Any, unit_ids: Sequence[str], reason: str | None = None) -> li
     if status == "done":
         events.append(verbs.finalize("needs_attention", f"{len(ids)} unit(s) marked for re-run"))
     handle.commit(events)
+    # Steps of this process see it at once (other processes within records.REFRESH_EVERY).
+    engine = open_engine(handle.location)
+    if engine is not None:
+        engine.records.refresh()
     return ids
