@@ -12,8 +12,9 @@ import os
 import sys
 import time
 
-import resumable
 from items import compute
+
+import resumable
 
 RUNS, RUN_ID, N, JOBS, EXECUTOR, EXEC_LOG = sys.argv[1:7]
 run = resumable.open_run(RUN_ID, runs_dir=RUNS, task="map over items")

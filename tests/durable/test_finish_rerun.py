@@ -11,7 +11,8 @@ import pytest
 
 import resumable
 from resumable.cli.main import main
-from tests.durable.conftest import HERE, python, read_doc, step_units
+
+from .helpers import HERE, python, read_doc, step_units
 
 
 def test_finish_opens_findings_and_resolves_them_once_fixed(runs: Path) -> None:
@@ -99,7 +100,7 @@ def test_rerun_errors(runs: Path, capsys: pytest.CaptureFixture[str], args: list
     run = resumable.open_run("rr", runs_dir=runs, task="rerun")
     run.step(lambda x: x, name="f")(1)
     before = (runs / "rr.journal.jsonl").read_bytes()
-    got, out, err = cli(capsys, *args)
+    got, _out, err = cli(capsys, *args)
     assert got == code and message in err
     assert len(err.splitlines()) == 1 and err.startswith("resumable: ")
     assert (runs / "rr.journal.jsonl").read_bytes() == before

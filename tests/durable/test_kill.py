@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.durable.conftest import HERE, journal, python, read_doc, step_units
-from tests.durable.items import compute
+from .helpers import HERE, journal, python, read_doc, step_units
+from .items import compute
 
 N = 2000
 

@@ -14,8 +14,9 @@ import resumable
 from resumable.durable import StepFailed
 from resumable.durable.opening import engine_of
 from resumable.errors import InvalidInputError
-from tests.durable.conftest import HERE, python, read_doc, step_units
-from tests.durable.items import compute
+
+from .helpers import HERE, python, read_doc, step_units
+from .items import compute
 
 
 def open_run(runs: Path) -> resumable.Run:

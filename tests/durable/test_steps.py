@@ -15,7 +15,8 @@ import resumable
 from resumable.durable import StepFailed, UnkeyableArguments
 from resumable.durable.opening import engine_of
 from resumable.errors import InvalidInputError
-from tests.durable.conftest import journal, read_doc, step_units
+
+from .helpers import journal, read_doc, step_units
 
 
 def open_run(runs: Path, name: str = "r") -> resumable.Run:
@@ -61,7 +62,7 @@ def test_a_new_process_gets_the_recorded_result_without_running(runs: Path) -> N
     again = open_run(runs)
 
     @again.step
-    def square(x: int) -> int:  # noqa: F811 - the script's second run defines it again
+    def square(x: int) -> int:
         calls.append(x)
         return -1
 
@@ -90,7 +91,7 @@ def test_a_value_json_cannot_hold_is_refused_and_recorded_failed(runs: Path) -> 
     def bad(x: int) -> Any:
         return {1, 2}
 
-    with pytest.raises(InvalidInputError, match="JSON cannot hold.*pickle"):
+    with pytest.raises(InvalidInputError, match=r"JSON cannot hold.*pickle"):
         bad(1)
     (unit,) = step_units(read_doc(runs, "r")).values()
     assert unit["status"] == "failed"
@@ -145,7 +146,7 @@ def test_version_change_reruns_with_an_invalidation_record(runs: Path) -> None:
     assert f(1) == "one"
 
     @run.step(version=2)
-    def f(x: int) -> str:  # noqa: F811 - the function's new version
+    def f(x: int) -> str:
         calls.append("v2")
         return "two"
 
@@ -167,7 +168,7 @@ def test_code_change_alone_does_not_invalidate(runs: Path) -> None:
     f(1)
 
     @run.step
-    def f(x: int) -> str:  # noqa: F811
+    def f(x: int) -> str:
         return "new"
 
     assert f(1) == "old"
@@ -396,7 +397,7 @@ def test_a_result_of_another_serializer_reruns_the_step(runs: Path) -> None:
     f(1)
 
     @run.step
-    def f(x: int) -> str:  # noqa: F811
+    def f(x: int) -> str:
         calls.append("json")
         return "j"
 
