@@ -127,7 +127,7 @@ def sequential_vs_map(runs: Path, n: int, jobs: int) -> tuple[float, float, int]
 def joblib_memory(work: Path, n: int) -> tuple[float, float] | None:
     """(seconds per miss, seconds per hit) of joblib.Memory on the same function, or None."""
     try:
-        import joblib
+        import joblib  # type: ignore[import-untyped]
     except ImportError:
         return None
     memory = joblib.Memory(str(work / "joblib"), verbose=0)

@@ -24,13 +24,21 @@ from resumable.errors import InvalidInputError, NoRunError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
     from types import TracebackType
-    from typing import Any
+    from typing import Any, ParamSpec, TypeVar, overload
 
+    from resumable.durable.attempts import StepFailed
+    from resumable.durable.codec import Serializer
     from resumable.runner.options import RunOptions
     from resumable.store.backend import Backend, RunHandle
+
+    P = ParamSpec("P")
+    R = TypeVar("R")
+else:
+    def overload(fn):  # typing is not imported at run time (start-up cost); the last definition wins
+        return fn
 
 __all__ = ["Run", "find_runs_dir", "gc", "open_run", "read_doc", "run_job"]
 
@@ -195,7 +203,21 @@ class Run:
         self._commit(verbs.finalize(status, result))
 
     # -- durable steps (resumable.durable) --
-    def step(self, fn: Any = None, /, *, name: str | None = None, key: Any = None, version: Any = None,
+    @overload
+    def step(self, fn: Callable[P, R], /, *, name: str | None = None, key: Callable[..., object] | None = None,
+             version: str | int | None = None, serializer: str | Serializer = "json", retries: int = 0,
+             backoff: float = 1.0, retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+             retry_failed: bool = True) -> Callable[P, R]: ...
+
+    @overload
+    def step(self, fn: None = None, /, *, name: str | None = None,  # noqa: F811
+             key: Callable[..., object] | None = None,
+             version: str | int | None = None, serializer: str | Serializer = "json", retries: int = 0,
+             backoff: float = 1.0, retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+             retry_failed: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+    def step(self, fn: Any = None, /, *, name: str | None = None, key: Any = None,  # noqa: F811
+             version: Any = None,
              serializer: Any = "json", retries: int = 0, backoff: float = 1.0, retry_on: Any = Exception,
              retry_failed: bool = True) -> Any:
         """Decorate a function (``def`` or ``async def``) so that each call is a unit of this run,
@@ -215,8 +237,9 @@ class Run:
         return decorate(engine_of(self), fn, name=name, key=key, version=version, serializer=serializer,
                         retries=retries, backoff=backoff, retry_on=retry_on, retry_failed=retry_failed)
 
-    def map(self, step: Any, *iterables: Any, jobs: int | None = None, executor: str = "thread",
-            progress: bool | None = None, on_error: str = "return") -> list[Any]:
+    def map(self, step: Callable[..., R], *iterables: Iterable[Any], jobs: int | None = None,
+            executor: str = "thread", progress: bool | None = None, on_error: str = "return"
+            ) -> list[R | StepFailed]:
         """``step`` (a step of this run, or a plain function, made one) over the items, on ``jobs``
         threads (default 8) or processes (``executor="process"``); each item is recorded as it
         ends. Returns the results in order; a failed item's place holds a ``StepFailed``
@@ -229,8 +252,9 @@ class Run:
         wrapper = step if step_of(step) is not None else decorate(engine_of(self), step)
         found = step_of(wrapper)
         assert found is not None
-        return run_map(found, wrapper, iterables, jobs=jobs, executor=executor, progress=progress,
-                       on_error=on_error)
+        out: list[R | StepFailed] = run_map(found, wrapper, iterables, jobs=jobs, executor=executor,
+                                            progress=progress, on_error=on_error)
+        return out
 
     def finish(self, result: str | None = None) -> str:
         """Finalize ``done`` if every unit is done, else ``needs_attention`` with a finding per step
