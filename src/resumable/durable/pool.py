@@ -116,7 +116,12 @@ def _threads(m: Mapping, jobs: int) -> None:
 
     def work(uid: str) -> None:
         try:
-            found, value = step.acquire(uid)
+            try:
+                found, value = step.acquire(uid)
+            except StepFailed as recorded:  # failed meanwhile, and the step does not retry failures
+                m.settle(uid, recorded, True)
+                ended[uid].set_result(None)
+                return
             if found:
                 m.settle(uid, value, False)
                 ended[uid].set_result(None)
