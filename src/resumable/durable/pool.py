@@ -118,8 +118,8 @@ def _threads(m: Mapping, jobs: int) -> None:
         try:
             try:
                 found, value = step.acquire(uid)
-            except StepFailed as recorded:  # failed meanwhile, and the step does not retry failures
-                m.settle(uid, recorded, True)
+            except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
+                m.settle(uid, failure, True)
                 ended[uid].set_result(None)
                 return
             if found:
