@@ -84,6 +84,7 @@ class Engine:
         self._running: dict[int, Call] = {}
         self._watchdog: threading.Thread | None = None
         self.record_start_after = START_RECORD_AFTER
+        self.closed = False
         self.steps: dict[str, tuple[str, str]] = {}  # step name -> (module, qualname) defining it
 
     # -- claims (this process) --
@@ -129,6 +130,15 @@ class Engine:
                 raise
             self.lease = lease
 
+    def close(self) -> None:
+        """End the session and release the handle (the process is exiting, or a test ends)."""
+        self.closed = True
+        try:
+            self.end_session()
+        finally:
+            with self.records.lock:
+                self.records.handle.close()
+
     def end_session(self) -> None:
         """Bring the snapshot view up to date and hand the lease back."""
         with self._session_lock:
@@ -169,7 +179,7 @@ class Engine:
     def _watch(self) -> None:
         # Polls rather than being woken by every call: a wake-up per call would cost every miss a
         # thread switch, while a start record may come up to half the threshold late.
-        while True:
+        while not self.closed:
             time.sleep(max(0.01, self.record_start_after / 2))
             with self._cv:
                 now = time.monotonic()
@@ -239,8 +249,11 @@ def open_engine(location: str) -> Engine | None:
 
 
 def _close_all() -> None:
-    for engine in list(_ENGINES.values()):
+    with _REGISTRY:
+        engines = list(_ENGINES.values())
+        _ENGINES.clear()
+    for engine in engines:
         try:
-            engine.end_session()
+            engine.close()
         except Exception:
             pass
