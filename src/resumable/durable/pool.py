@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -143,13 +144,28 @@ def _threads(m: Mapping, jobs: int) -> None:
             if not ended[uid].done():
                 ended[uid].set_exception(exc)
 
+    # Each thread takes the next item itself: one executor task per item would cost more than a
+    # trivial item does.
+    todo = iter(list(m.places))
+    taking = threading.Lock()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            with taking:
+                uid = next(todo, None)
+            if uid is None:
+                return
+            work(uid)
+
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="resumable-map")
     try:
-        for uid in m.places:
-            pool.submit(contextvars.copy_context().run, work, uid)
+        for _ in range(min(jobs, len(m.places))):
+            pool.submit(contextvars.copy_context().run, loop)
         wait(list(ended.values()))
     finally:
         # Ctrl-C: no new item starts; running ones end and are recorded before this returns.
+        stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
     for f in ended.values():
         if f.done() and not f.cancelled() and f.exception() is not None:

@@ -174,10 +174,15 @@ class Records:
             try:
                 self.handle.commit(events, lazy_view=True)
                 self.commits += 1
-            finally:
-                # The handle's cache may have been dropped on a failure: look again either way.
+            except BaseException:
+                # The handle's cache may have been dropped on a failure: look again.
                 self._doc = self.handle.load()
                 self._refreshed = time.monotonic()
+                raise
+            if self._doc is None:
+                self.refresh()
+            # Otherwise the document held is the handle's own, which the commit updated in place
+            # (a reload it had to do is caught by the next refresh, within REFRESH_EVERY).
 
     def commit_now(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
         """A run-level write (begin, finalize): straight through, after anything queued."""
