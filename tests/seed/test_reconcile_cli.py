@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from seedhelpers import commit, git, make_repo
+
 import resumable
 from corehelpers import assert_error, cli, ok, tree
-from seedhelpers import commit, git, make_repo
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path]:

@@ -27,6 +27,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "reconcile": ("resumable.cli.reconcile", "reconcile_command", "Mark units done from integrated commits."),
     "checkpoint": ("resumable.cli.checkpoint", "checkpoint_command", "The phase checkpoint ledger."),
     "guard": ("resumable.cli.guard", "guard_command", "Run one pass of a recurring job: lock, pass cap, breaker."),
+    "rerun": ("resumable.cli.rerun", "rerun_command", "Mark units of a run to run again."),
 }
 
 SEED_HELP: dict[str, str] = {
