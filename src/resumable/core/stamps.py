@@ -12,10 +12,19 @@ import time
 _FORMAT = "%Y-%m-%dT%H:%M:%S"
 
 
+_last: tuple[int, str] = (-1, "")  # (whole second, its text): a write stamps up to three times
+
+
 def stamp(at: float | None = None, *, ms: bool = False) -> str:
     """``at`` (seconds since the epoch; now when None) as an ISO-8601 UTC stamp."""
+    global _last
     t = time.time() if at is None else at
-    text = time.strftime(_FORMAT, time.gmtime(t))
+    second = int(t // 1)
+    if _last[0] == second:
+        text = _last[1]
+    else:
+        text = time.strftime(_FORMAT, time.gmtime(t))
+        _last = (second, text)
     if ms:
         return f"{text}.{int((t % 1) * 1000):03d}Z"
     return text + "Z"
