@@ -153,6 +153,9 @@ class Reporter:
     def warn(self, message: str) -> None:
         self.events.append(("warn", message))
 
+    def notice(self, message: str) -> None:
+        self.events.append(("notice", message))
+
     def tick(self) -> None:
         pass
 

@@ -17,14 +17,12 @@ from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
 from resumable.runner import explain, process
 from resumable.runner.conclude import conclude
-from resumable.runner.jobfile import DEFAULT_GRACE, Job, Step, job_from_flags, load_job_file
+from resumable.runner.jobfile import DEFAULT_GRACE, DEFAULT_JOB_FILE, Job, Step, job_from_flags, load_job_file
 from resumable.runner.options import RunOptions
 from resumable.runner.writer import SafeWriter
 
 if TYPE_CHECKING:
     from resumable.store.backend import Backend, RunHandle, RunnerLease
-
-DEFAULT_JOB_FILE = "resumable.toml"
 
 
 def load_job(opts: RunOptions) -> Job:
@@ -156,19 +154,26 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         now = stamp(time.time(), ms=True)
         # A unit still in_progress belongs to a runner that died (we hold the lease and reaped its
         # processes): its attempt counts, and is closed as interrupted before the step runs again.
-        for sid, u in list(units.items()):
+        closing: list[dict[str, Any]] = []
+        for sid, u in units.items():
             if isinstance(u, dict) and u.get("status") == "in_progress":
                 n = next_attempt_number(u) - 1
                 att = {"n": n, "status": "interrupted", "finishedAt": now} if n > 0 else None
-                writer.unit(sid, "interrupted", note="runner died during this step", attempt=att)
-        units = _units(writer.doc) or units
+                closing.append(verbs.unit(sid, "interrupted", note="runner died during this step", attempt=att))
+        if closing:
+            writer.write(f"{len(closing)} interrupted step(s) of a dead runner", closing)
+            units = _units(writer.doc) or units
         decisions = explain.plan(job, units, force=opts.force)
+        # One batch (one flush) for every step's bookkeeping before the work starts, however many.
+        prepare: list[dict[str, Any]] = []
         for s in job.steps:
             d = decisions[s.id]
             if d.invalidate:
-                writer.invalidate(s.id, d.reason)
+                prepare.append(verbs.invalidate(s.id, d.reason))
             elif s.id not in units:
-                writer.unit(s.id, "pending", deps=list(s.needs), fields={"command": s.command_text})
+                prepare.append(verbs.unit(s.id, "pending", deps=list(s.needs), fields={"command": s.command_text}))
+        if prepare:
+            writer.write(f"{len(prepare)} step(s) to run: invalidations and new units", prepare, lazy=True)
 
         logs_dir = os.path.abspath(opts.logs_dir) if opts.logs_dir else handle.log_dir()
 
