@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from resumable.runner.attempt import Outcome
 from resumable.runner.explain import plan
 from resumable.runner.jobfile import Job, Step
-from resumable.runner.scheduler import Options, Outcome, Scheduler
+from resumable.runner.scheduler import Options, Scheduler
 from resumable.runner.writer import SafeWriter
 
 

@@ -225,21 +225,26 @@ def _parse_toml(text: str, path: Path) -> dict[str, Any]:
     a second instead of seconds); every error is reported as the standard library words it."""
     import tomllib
 
-    try:
-        import rtoml
-    except ImportError:
-        rtoml = None
-    if rtoml is not None:
-        try:
-            data = rtoml.loads(text)
-        except Exception:
-            data = None
-        if isinstance(data, dict):
-            return data
+    data = _rtoml_loads(text)
+    if data is not None:
+        return data
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInputError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def _rtoml_loads(text: str) -> dict[str, Any] | None:
+    """The document as rtoml reads it, or None (not installed, or an error tomllib will word)."""
+    try:
+        import rtoml
+    except ImportError:
+        return None
+    try:
+        data = rtoml.loads(text)
+    except Exception:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def load_job_file(path: str | os.PathLike[str], name_override: str | None = None) -> Job:

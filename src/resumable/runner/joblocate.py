@@ -62,8 +62,9 @@ class Locator:
                 return line
         return tables.get(table)
 
-    def where(self, table: str, key: str | None = None) -> str:
-        line = self.line_of(table, key)
+    def where(self, table: str, key: str | None = None, line: int | None = None) -> str:
+        if line is None:
+            line = self.line_of(table, key)
         loc = f"{self.path}:{line}" if line else str(self.path)
         return f"{loc}: [{table}]" + (f" {key}" if key else "")
 
@@ -96,11 +97,11 @@ class JobFileError(InvalidInputError):
 
 
 class Problems:
-    """Collects problems; ``check`` raises ``JobFileError`` if there are any."""
+    """Collects problems; ``check`` raises ``JobFileError`` with them in file order, if any."""
 
     def __init__(self, loc: Locator) -> None:
         self.loc = loc
-        self.found: list[str] = []
+        self.found: list[tuple[int, str]] = []
         self.more = 0
 
     def add(self, table: str | None, key: str | None, message: str) -> None:
@@ -108,13 +109,15 @@ class Problems:
             self.more += 1
             return
         if table is None:
-            self.found.append(f"{self.loc.path}: {message}")
+            self.found.append((0, f"{self.loc.path}: {message}"))
         else:
-            self.found.append(f"{self.loc.where(table, key)}: {message}")
+            line = self.loc.line_of(table, key)
+            self.found.append((line or 0, f"{self.loc.where(table, key, line)}: {message}"))
 
     def __bool__(self) -> bool:
         return bool(self.found)
 
     def check(self) -> None:
         if self.found:
-            raise JobFileError(self.loc.path, self.found, self.more)
+            ordered = [text for _, text in sorted(self.found, key=lambda f: f[0])]
+            raise JobFileError(self.loc.path, ordered, self.more)

@@ -17,14 +17,24 @@ import select
 import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from resumable.core import verbs
 from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
+from resumable.runner.attempt import (
+    NOT_STARTED,
+    Attempt,
+    Draining,
+    FailedSpawn,
+    Outcome,
+    append_log,
+    next_attempt_number,
+)
 from resumable.runner.explain import Decision
 from resumable.runner.jobfile import Job, Step
+from resumable.runner.launcher import Launcher
 from resumable.runner.process import TOKEN_ENV, Spawner, StepHandle
 from resumable.runner.retry import RetryPolicy
 from resumable.runner.writer import SafeWriter
@@ -62,52 +72,6 @@ class Options:
     force: bool = False
 
 
-@dataclass
-class _Attempt:
-    step: Step
-    n: int
-    handle: StepHandle
-    started: float
-    started_wall: float
-    log: str
-    fingerprint: dict[str, Any]
-    deadline: float | None
-    kill_at: float | None = None
-    killed: bool = False
-    timed_out: bool = False
-    interrupted: bool = False
-
-
-@dataclass
-class _Draining:
-    handle: StepHandle
-    kill_at: float
-    termed: bool = False
-
-
-@dataclass
-class Outcome:
-    states: dict[str, str] = field(default_factory=dict)  # final state per step in this run
-    failed: list[str] = field(default_factory=list)
-    interrupted: bool = False
-    attempts: dict[str, int] = field(default_factory=dict)  # attempts made in this run
-    last_exit: dict[str, int | None] = field(default_factory=dict)
-    logs: dict[str, str] = field(default_factory=dict)
-    durations: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def all_done(self) -> bool:
-        return not self.interrupted and all(s in ("done", "skipped") for s in self.states.values())
-
-
-def next_attempt_number(unit: object) -> int:
-    if not isinstance(unit, Mapping):
-        return 1
-    attempts = unit.get("attempts")
-    ns = [a.get("n") for a in attempts if isinstance(a, Mapping)] if isinstance(attempts, list) else []
-    return max([n for n in ns if isinstance(n, int)], default=0) + 1
-
-
 class Scheduler:
     """Event-driven: a step enters the ready queue when its last need finishes, so a pass over the
     loop costs O(running + transitions), never O(steps).
@@ -136,7 +100,10 @@ class Scheduler:
         rand: Callable[[], float] | None = None,
         groups: GroupTracker | None = None,
         base_env: Mapping[str, str] | None = None,
+        launch_threads: int = 0,
     ) -> None:
+        """``launch_threads`` > 0 starts processes on that many worker threads (``launcher``);
+        0 starts them inline, deterministic for fake spawners and clocks."""
         import random
 
         self.job = job
@@ -157,6 +124,12 @@ class Scheduler:
         self.order = {s.id: i for i, s in enumerate(job.steps)}
         self.interrupts = 0
         self.out = Outcome()
+        self.handled_interrupts = 0
+        self.launcher: Launcher | None = None
+        if launch_threads > 0:
+            from resumable.runner.launcher import Launcher
+
+            self.launcher = Launcher(spawner, launch_threads)
         # The pass's batch: events to commit, then what to do once they are durable.
         self._events: list[dict[str, Any]] = []
         self._what: list[str] = []
@@ -192,14 +165,22 @@ class Scheduler:
             if n == 0:
                 ready.append((self.order[s.id], s.id))
         heapq.heapify(ready)
+        self.blocked_root: dict[str, str] = {}
+        jobs = self.opt.jobs if self.opt.jobs > 0 else (os.cpu_count() or 1)
+        try:
+            return self._loop(state, unmet, ready, jobs)
+        finally:
+            if self.launcher is not None:
+                self.launcher.close()
+
+    def _loop(self, state: dict[str, str], unmet: dict[str, int], ready: list[tuple[int, str]],
+              jobs: int) -> Outcome:
         next_n: dict[str, int] = {}
         tries: dict[str, int] = {}
         backoff: list[tuple[float, int, str]] = []  # (due, order, id): retries waiting out a delay
-        running: dict[str, _Attempt] = {}
-        draining: list[_Draining] = []
-        self.blocked_root: dict[str, str] = {}
+        running: dict[str, Attempt] = {}
+        draining: list[Draining] = []
         stopping = False
-        jobs = self.opt.jobs if self.opt.jobs > 0 else (os.cpu_count() or 1)
         handled_interrupts = 0
 
         def release(sid: str) -> None:
@@ -210,6 +191,9 @@ class Scheduler:
                         heapq.heappush(ready, (self.order[child], child))
 
         while True:
+            if self.launcher is not None and self.launcher.pending:
+                for a, result in self.launcher.completed():
+                    self._launched(a, result)
             now = self.clock()
             if self.interrupts > handled_interrupts:
                 handled_interrupts = self.interrupts
@@ -222,6 +206,7 @@ class Scheduler:
                         f"stopping {_steps(live)} (Ctrl-C again to kill now)")
                 for a in running.values():
                     a.interrupted = True
+                    self.handled_interrupts = handled_interrupts
                     if handled_interrupts >= 2:
                         a.handle.kill()
                     elif a.kill_at is None:
@@ -234,6 +219,8 @@ class Scheduler:
 
             # Finished processes and timeouts.
             for sid, a in list(running.items()):
+                if a.launching:
+                    continue
                 code = a.handle.poll()
                 if code is None:
                     if a.deadline is not None and not a.timed_out and not a.interrupted \
@@ -251,7 +238,7 @@ class Scheduler:
                     # The leader is gone but its group lives on (background jobs, a grandchild
                     # holding the log open): stop it too, or a "finished" step keeps running.
                     # A group already sent SIGTERM keeps its deadline: the grace is not restarted.
-                    draining.append(_Draining(a.handle, a.kill_at or now + a.step.grace,
+                    draining.append(Draining(a.handle, a.kill_at or now + a.step.grace,
                                               termed=a.kill_at is not None))
                 else:
                     self._release(a.handle)
@@ -291,7 +278,7 @@ class Scheduler:
                 elif now >= d.kill_at:
                     d.handle.kill()
 
-            starting: list[_Attempt] = []
+            starting: list[Attempt] = []
             if not stopping:
                 while backoff and backoff[0][0] <= now:
                     _, order, sid = heapq.heappop(backoff)
@@ -304,11 +291,14 @@ class Scheduler:
                     starting.append(self._prepare(self.steps[sid], n))
                     state[sid] = "running"
 
+            if self.launcher is not None:
+                for a in starting:
+                    self.launcher.prepare(a.log)
             # One durable batch for the whole pass, then act on it.
             self._commit()
             for a in starting:
-                self._launch(a)
                 running[a.step.id] = a
+                self._launch(a)
 
             # Nothing runs, nothing drains, and no retry is due: either all is finished or nothing
             # else can start (stopped, or waiting steps need something not done).
@@ -365,7 +355,7 @@ class Scheduler:
 
     # -- pieces ---------------------------------------------------------------------------------
 
-    def _wait(self, running: Mapping[str, _Attempt], draining: list[_Draining],
+    def _wait(self, running: Mapping[str, Attempt], draining: list[Draining],
               backoff: list[tuple[float, int, str]], now: float) -> None:
         timeout = _MAX_WAIT
         for a in running.values():
@@ -378,9 +368,14 @@ class Scheduler:
         if draining:
             timeout = min(timeout, 0.02)
         timeout = max(timeout, 0.0)
-        fds = [a.handle.fileno() for a in running.values()]
-        if running and all(f is not None for f in fds):
-            # pidfds become readable when the process exits: no polling latency per step.
+        fds: list[int | None] = [a.handle.fileno() for a in running.values() if not a.launching]
+        launching = self.launcher is not None and self.launcher.pending > 0
+        if launching:
+            assert self.launcher is not None
+            fds.append(self.launcher.fileno())
+        if fds and all(f is not None for f in fds):
+            # pidfds become readable when the process exits, the launcher's pipe when a launch is
+            # done: no polling latency per step.
             poller = select.poll()
             for f in fds:
                 assert f is not None
@@ -400,7 +395,7 @@ class Scheduler:
             env[TOKEN_ENV] = self.groups.secret
         return env
 
-    def _prepare(self, step: Step, n: int) -> _Attempt:
+    def _prepare(self, step: Step, n: int) -> Attempt:
         """The attempt, with its ``in_progress`` record in the pass's batch; started by ``_launch``
         once the batch is durable."""
         log = self.log_path(step, n)
@@ -413,27 +408,48 @@ class Scheduler:
             step.id, "in_progress", deps=list(step.needs),
             attempt={"n": n, "status": "running", "startedAt": stamp(wall, ms=True), "log": log},
             fields={"command": step.command_text, "log": log}))
-        return _Attempt(step, n, _NOT_STARTED, 0.0, wall, log, fprint, None)
+        return Attempt(step, n, NOT_STARTED, 0.0, wall, log, fprint, None)
 
-    def _launch(self, a: _Attempt) -> None:
+    def _launch(self, a: Attempt) -> None:
         step = a.step
         a.started = self.clock()
+        if self.launcher is not None:
+            a.launching = True
+            self.launcher.submit(a, step.argv, step.cwd, self._env(step, a.n), a.log)
+            return
         try:
-            handle = self.spawn(step.argv, step.cwd, self._env(step, a.n), a.log)
+            handle: StepHandle | BaseException = self.spawn(step.argv, step.cwd, self._env(step, a.n), a.log)
         except OSError as exc:
-            handle = _FailedSpawn(f"resumable: cannot start step {step.id!r}: {exc}\n", a.log)
-        a.handle = handle
-        if self.groups is not None and handle.pgid > 0:
-            self.groups.track(LeftoverGroup(handle.pgid, handle.token, self.groups.secret))
+            handle = exc
+        self._launched(a, handle)
+
+    def _launched(self, a: Attempt, result: StepHandle | BaseException) -> None:
+        """The process of ``a`` started (or could not): track it, report it, and if the run was
+        interrupted meanwhile, stop it at once."""
+        step = a.step
+        a.launching = False
+        if isinstance(result, OSError):
+            result = FailedSpawn(f"resumable: cannot start step {step.id!r}: {result}\n", a.log)
+        elif isinstance(result, BaseException):
+            raise result
+        a.handle = result
+        if self.groups is not None and result.pgid > 0:
+            self.groups.track(LeftoverGroup(result.pgid, result.token, self.groups.secret))
         self.reporter.step_started(step, a.n)
         a.deadline = a.started + step.timeout if step.timeout else None
+        if a.interrupted:
+            if self.handled_interrupts >= 2:
+                result.kill()
+                a.killed = True
+            else:
+                result.terminate()
 
     def _release(self, handle: StepHandle) -> None:
         handle.close()
         if self.groups is not None and handle.pgid > 0:
             self.groups.untrack(handle.pgid)
 
-    def _finish(self, a: _Attempt, code: int, now: float) -> str:
+    def _finish(self, a: Attempt, code: int, now: float) -> str:
         """The attempt's outcome, recorded in the pass's batch (reported once it is durable)."""
         step = a.step
         duration = round(now - a.started, 3)
@@ -452,7 +468,7 @@ class Scheduler:
             if missing:
                 status, exit_code = "failed", MISSING_ARTIFACT_EXIT
                 reason = f"exited 0 but artifact missing: {', '.join(missing)}"
-                _append_log(a.log, f"\nresumable: {reason}\n")
+                append_log(a.log, f"\nresumable: {reason}\n")
             else:
                 status = "done"
         attempt: dict[str, Any] = {
@@ -483,72 +499,6 @@ class Scheduler:
 
 def _steps(n: int) -> str:
     return f"{n} step{'' if n == 1 else 's'}"
-
-
-def _append_log(path: str, text: str) -> None:
-    try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(text)
-    except OSError:
-        pass
-
-
-class _NotStarted:
-    """The handle of an attempt prepared but not launched yet (its record is not durable yet)."""
-
-    pid = 0
-    pgid = 0
-    token: str | None = None
-
-    def poll(self) -> int | None:
-        return None
-
-    def terminate(self) -> None:
-        pass
-
-    def kill(self) -> None:
-        pass
-
-    def leftovers(self) -> bool:
-        return False
-
-    def fileno(self) -> int | None:
-        return None
-
-    def close(self) -> None:
-        pass
-
-
-_NOT_STARTED = _NotStarted()
-
-
-class _FailedSpawn:
-    """Stands in for a process that could not start (bad cwd, missing program): exit 127."""
-
-    pid = 0
-    pgid = 0
-    token: str | None = None
-
-    def __init__(self, message: str, log: str) -> None:
-        _append_log(log, message)
-
-    def poll(self) -> int | None:
-        return 127
-
-    def terminate(self) -> None:
-        pass
-
-    def kill(self) -> None:
-        pass
-
-    def leftovers(self) -> bool:
-        return False
-
-    def fileno(self) -> int | None:
-        return None
-
-    def close(self) -> None:
-        pass
 
 
 def install_signal_handlers(scheduler: Scheduler) -> Callable[[], None]:

@@ -136,8 +136,9 @@ def reap_leftovers(lease: RunnerLease, warn: Any) -> None:
 
 
 def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> int:
+    from resumable.runner.attempt import next_attempt_number
     from resumable.runner.display import make_reporter
-    from resumable.runner.scheduler import Options, Scheduler, install_signal_handlers, next_attempt_number
+    from resumable.runner.scheduler import Options, Scheduler, install_signal_handlers
 
     reporter = make_reporter(opts.quiet, verbose=opts.verbose)
     lease = backend.lease(job.name)
@@ -180,11 +181,15 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         def log_path(step: Step, n: int) -> str:
             return step.log or os.path.join(logs_dir, f"{step.id}.{n}.log")
 
+        jobs = opts.jobs if opts.jobs > 0 else (os.cpu_count() or 1)
         sched = Scheduler(
             job, writer, units, decisions,
             Options(jobs=opts.jobs, keep_going=opts.keep_going, max_failures=opts.max_failures,
                     force=opts.force),
             spawner=process.spawn, reporter=reporter, log_path=log_path, groups=lease,
+            # Starting processes is most of a short step's cost: with parallel slots, start them
+            # side by side (runner.launcher); one slot gains nothing from a thread.
+            launch_threads=int(os.environ.get("RLT", min(jobs, 4) if jobs > 1 else 0)),
         )
         reporter.start(job, decisions, _estimates(units))
         restore = install_signal_handlers(sched)
