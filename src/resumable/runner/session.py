@@ -150,7 +150,7 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         if not handle.exists():
             writer.write("init", [verbs.init(f"resumable run {job.name}", job.name,
                                              units=[s.id for s in job.steps], launch=launch)])
-        writer.write("begin", [verbs.begin(launch)])
+        writer.begin(launch)
         units = _units(writer.doc)
         now = stamp(time.time(), ms=True)
         # A unit still in_progress belongs to a runner that died (we hold the lease and reaped its

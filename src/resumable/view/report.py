@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import time
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -113,15 +114,15 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
             "outcomes": list(OUTCOMES)}
 
 
-def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any],
+                    now: float | None = None) -> list[tuple[str, str, str]]:
     """(label, value, css class) cards for the header."""
     t = view.tally(doc, keep=0)
     bars = tl["bars"]
     units_with_bars = len({b[0] for b in bars})
     retries = len(bars) - units_with_bars
-    created = view.parse_ts(doc.get("createdAt"))
-    end = view.parse_ts(doc.get("finishedAt")) or view.parse_ts(doc.get("updatedAt"))
-    wall = view.fmt_dur(end - created) if created is not None and end is not None else "—"
+    ran = view.ran_seconds(doc, now if now is not None else time.time())
+    wall = view.fmt_dur(ran) if ran is not None else "—"
     cards = [("units", str(t.total), ""), ("done", str(t.done), "done")]
     for b in ("failed", "timeout", "in_progress", "blocked", "dep_blocked", "pending",
               "interrupted", "malformed"):
@@ -130,7 +131,7 @@ def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any]) -> list[tuple
             cards.append(("running" if b == "in_progress" else b.replace("_", " "), str(n),
                           b if n else "zero"))
     cards += [("attempts", str(len(bars)), ""), ("retries", str(retries), ""),
-              ("wall time", wall, "")]
+              ("ran", wall, "")]
     return cards
 
 
@@ -165,7 +166,7 @@ def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = 
     cards = "".join(
         f'<div class="card {html.escape(cls)}"><div class="num">{html.escape(v)}</div>'
         f'<div class="lbl">{html.escape(k)}</div></div>'
-        for k, v, cls in summary_numbers(doc, tl)
+        for k, v, cls in summary_numbers(doc, tl, now)
     )
     open_items = doc.get("openItems")
     open_list = open_items if isinstance(open_items, list) else []
