@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from corehelpers import cli, ok
 
+from corehelpers import cli, ok
 from resumable.cli.seed import OPTIONS
 
 USAGE = {
