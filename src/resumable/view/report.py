@@ -20,6 +20,7 @@ from typing import Any, Final
 from resumable.core.stamps import stamp
 from resumable.view import status as view
 
+MIN_SPAN: Final = 0.001  # seconds: attempt times have millisecond precision
 VIRTUALISE_ABOVE: Final = 800  # rows; below this every row is in the DOM (hover works anywhere)
 OUTCOMES: Final = ("done", "failed", "timeout", "interrupted", "running", "blocked", "other")
 _ATTEMPT_OUTCOME: Final = {
@@ -93,9 +94,13 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
         if now is not None and doc.get("status") in view.LIVE:
             run_end = max(run_end or now, now)
     t0 = min(starts) if starts else (view.parse_ts(doc.get("createdAt")) or 0.0)
-    t1 = max([t0, *ends, *([run_end] if run_end is not None else [])])
-    if raw and run_end is None:
-        t1 = max(t1, max(starts))
+    # The axis ends where the data ends: the run's own (second-precision) finish would add idle
+    # time after the last attempt. Only an attempt with no finish runs to the run's end (or now).
+    t1 = max([t0, *starts, *ends])
+    if any(b[2] is None for b in raw) and run_end is not None:
+        t1 = max(t1, run_end)
+    elif not raw and run_end is not None:
+        t1 = max(t1, run_end)
     bars: list[list[Any]] = []
     for row, start, end, outcome, n, code, dur in raw:
         is_open = end is None
@@ -110,7 +115,9 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
     rows = [rows[r] for r in order]
     for b in bars:
         b[0] = position[b[0]]
-    return {"t0": t0, "span": max(t1 - t0, 1.0), "rows": rows, "bars": bars,
+    # The axis spans the data exactly (a run of fast steps is not squeezed into a corner of a
+    # one-second axis); the page draws every bar at least a few pixels wide inside it.
+    return {"t0": t0, "span": max(t1 - t0, MIN_SPAN), "rows": rows, "bars": bars,
             "outcomes": list(OUTCOMES)}
 
 
