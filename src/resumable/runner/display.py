@@ -61,6 +61,8 @@ def tail(path: str, lines: int = 10) -> list[str]:
 class PlainReporter:
     """One line per start and finish; ``quiet`` keeps only warnings and notices."""
 
+    wants_estimates = False  # past durations, for an ETA (an O(steps) pass the plain view skips)
+
     def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None,
                  quiet: bool = False, verbose: bool = False) -> None:
         self.out = out or sys.stdout
@@ -133,6 +135,7 @@ class LiveReporter(PlainReporter):
     failed; the screen is redrawn at most ``_REDRAW`` times a second, however fast steps finish."""
 
     _REDRAW = 0.1
+    wants_estimates = True
 
     def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None,
                  verbose: bool = False) -> None:

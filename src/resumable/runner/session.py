@@ -64,6 +64,33 @@ def open_backend(opts: RunOptions, job: Job | None) -> Backend:
 
 def run(opts: RunOptions) -> int:
     """Run the job as the options say and return the exit code; raises ResumableError."""
+    import gc
+
+    # A big job and its run are millions of objects that live as long as the runner: the cyclic
+    # collector would walk them over and over while they are built (most of the loading time of a
+    # 100,000-step run). Collection is off while loading, and what was loaded is frozen (never
+    # walked again) before the steps run; both are undone on the way out (run_job may be called
+    # from a long-lived program).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(opts)
+    finally:
+        if gc.get_freeze_count():
+            gc.unfreeze()
+        if enabled:
+            gc.enable()
+
+
+def settle_memory() -> None:
+    """Everything loaded so far lives for the whole run: freeze it, then collect as usual."""
+    import gc
+
+    gc.freeze()
+    gc.enable()
+
+
+def _run(opts: RunOptions) -> int:
     job: Job | None = None
     name = opts.job
     if not ((opts.status or opts.reset) and opts.job and not opts.steps):
@@ -150,8 +177,8 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         if not handle.exists():
             writer.write("init", [verbs.init(f"resumable run {job.name}", job.name,
                                              units=[s.id for s in job.steps], launch=launch)])
-        writer.begin(launch)
-        units = _units(writer.doc)
+        doc = writer.doc
+        units = _units(doc)
         now = stamp(time.time(), ms=True)
         # A unit still in_progress belongs to a runner that died (we hold the lease and reaped its
         # processes): its attempt counts, and is closed as interrupted before the step runs again.
@@ -165,6 +192,14 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
             writer.write(f"{len(closing)} interrupted step(s) of a dead runner", closing)
             units = _units(writer.doc) or units
         decisions = explain.plan(job, units, force=opts.force)
+        if not closing and nothing_to_do(job, doc, decisions, launch):
+            # As make with nothing to do: no write at all (a 100,000-step run would otherwise
+            # rewrite its whole snapshot to record that nothing happened).
+            reporter.start(job, decisions, {})
+            reporter.close()
+            print(f"{job.name}: done ({len(decisions)} skipped)")
+            return 0
+        writer.begin(launch)
         # One batch (one flush) for every step's bookkeeping before the work starts, however many.
         prepare: list[dict[str, Any]] = []
         for s in job.steps:
@@ -191,7 +226,8 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
             # side by side (runner.launcher); one slot gains nothing from a thread.
             launch_threads=int(os.environ.get("RLT", min(jobs, 4) if jobs > 1 else 0)),
         )
-        reporter.start(job, decisions, _estimates(units))
+        settle_memory()
+        reporter.start(job, decisions, _estimates(units) if reporter.wants_estimates else {})
         restore = install_signal_handlers(sched)
         try:
             out = sched.run()
@@ -207,6 +243,21 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         return code
     finally:
         lease.release()
+
+
+def nothing_to_do(job: Job, doc: Mapping[str, Any], decisions: Mapping[str, explain.Decision],
+                  launch: Mapping[str, Any]) -> bool:
+    """Whether this invocation would change nothing: every step skips, the run is already done,
+    launched the same way, and every unit the job no longer has is done."""
+    if doc.get("status") != "done" or doc.get("launch") != launch:
+        return False
+    if any(d.run for d in decisions.values()):
+        return False
+    units = _units(doc)
+    if len(units) == len(decisions):
+        return True
+    return all(isinstance(u, dict) and u.get("status") == "done"
+               for uid, u in units.items() if uid not in decisions)
 
 
 def _units(doc: Mapping[str, Any]) -> dict[str, Any]:
