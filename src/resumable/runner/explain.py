@@ -14,7 +14,7 @@ from resumable.runner.fingerprint import check_artifacts, fingerprint_changes, u
 from resumable.runner.jobfile import Job, Step
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     step: str
     run: bool

@@ -161,8 +161,9 @@ class Scheduler:
                 self.dependents.setdefault(d, []).append(s.id)
                 if state.get(d) not in ("done", "skipped"):
                     n += 1
-            unmet[s.id] = n
-            if n == 0:
+            if n:
+                unmet[s.id] = n
+            else:
                 ready.append((self.order[s.id], s.id))
         heapq.heapify(ready)
         self.blocked_root: dict[str, str] = {}
@@ -247,6 +248,7 @@ class Scheduler:
                     release(sid)
                     continue
                 tries[sid] = tries.get(sid, 0) + 1
+                next_n[sid] = a.n + 1
                 policy = RetryPolicy(a.step.retries, a.step.backoff, a.step.jitter)
                 exit_code = self.out.last_exit.get(sid)
                 if status != "interrupted" and not stopping and policy.should_retry(tries[sid]):
@@ -286,8 +288,9 @@ class Scheduler:
                     heapq.heappush(ready, (order, sid))
                 while ready and len(running) + len(starting) < jobs:
                     _, sid = heapq.heappop(ready)
-                    n = next_n.get(sid) or next_attempt_number(self.units.get(sid))
-                    next_n[sid] = n + 1
+                    # Kept only for steps that will try again: a 100,000-step run holds no
+                    # per-step bookkeeping it does not need.
+                    n = next_n.pop(sid, None) or next_attempt_number(self.units.get(sid))
                     starting.append(self._prepare(self.steps[sid], n))
                     state[sid] = "running"
 
@@ -488,10 +491,10 @@ class Scheduler:
         note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
         self._record(f"{step.id} -> {status}", verbs.unit(step.id, status, note=note, attempt=attempt,
                                                            fields=fields))
-        self.out.attempts[step.id] = self.out.attempts.get(step.id, 0) + 1
-        self.out.last_exit[step.id] = exit_code
-        self.out.logs[step.id] = a.log
-        self.out.durations[step.id] = duration
+        if status != "done":  # what the conclusion needs, for the steps that did not finish
+            self.out.attempts[step.id] = self.out.attempts.get(step.id, 0) + 1
+            self.out.last_exit[step.id] = exit_code
+            self.out.logs[step.id] = a.log
         if status == "done":
             self._later(self.reporter.step_finished, step, a.n, status, duration, exit_code, a.log, None)
         return status

@@ -97,9 +97,7 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
     # The axis ends where the data ends: the run's own (second-precision) finish would add idle
     # time after the last attempt. Only an attempt with no finish runs to the run's end (or now).
     t1 = max([t0, *starts, *ends])
-    if any(b[2] is None for b in raw) and run_end is not None:
-        t1 = max(t1, run_end)
-    elif not raw and run_end is not None:
+    if run_end is not None and (not raw or any(b[2] is None for b in raw)):
         t1 = max(t1, run_end)
     bars: list[list[Any]] = []
     for row, start, end, outcome, n, code, dur in raw:
