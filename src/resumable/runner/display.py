@@ -26,6 +26,8 @@ from resumable.runner.jobfile import Job, Step
 
 
 def fmt_duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"  # a fast step is 8ms, not 0.0s
     if seconds < 60:
         return f"{seconds:.1f}s"
     m, s = divmod(int(seconds), 60)
