@@ -197,7 +197,7 @@ class Scheduler:
                     self._launched(a, result)
             now = self.clock()
             if self.interrupts > handled_interrupts:
-                handled_interrupts = self.interrupts
+                handled_interrupts = self.handled_interrupts = self.interrupts
                 stopping = True
                 self.out.interrupted = True
                 live = len(running) + len(draining)
@@ -207,7 +207,6 @@ class Scheduler:
                         f"stopping {_steps(live)} (Ctrl-C again to kill now)")
                 for a in running.values():
                     a.interrupted = True
-                    self.handled_interrupts = handled_interrupts
                     if handled_interrupts >= 2:
                         a.handle.kill()
                     elif a.kill_at is None:

@@ -224,7 +224,7 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
             spawner=process.spawn, reporter=reporter, log_path=log_path, groups=lease,
             # Starting processes is most of a short step's cost: with parallel slots, start them
             # side by side (runner.launcher); one slot gains nothing from a thread.
-            launch_threads=int(os.environ.get("RLT", min(jobs, 4) if jobs > 1 else 0)),
+            launch_threads=min(jobs, 4) if jobs > 1 else 0,
         )
         settle_memory()
         reporter.start(job, decisions, _estimates(units) if reporter.wants_estimates else {})
