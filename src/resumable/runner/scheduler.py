@@ -33,6 +33,7 @@ from resumable.runner.attempt import (
     next_attempt_number,
 )
 from resumable.runner.explain import Decision
+from resumable.runner.flusher import Flusher
 from resumable.runner.jobfile import Job, Step
 from resumable.runner.launcher import Launcher
 from resumable.runner.process import TOKEN_ENV, Spawner, StepHandle
@@ -126,10 +127,13 @@ class Scheduler:
         self.out = Outcome()
         self.handled_interrupts = 0
         self.launcher: Launcher | None = None
+        self.flusher: Flusher | None = None
         if launch_threads > 0:
+            from resumable.runner.flusher import Flusher
             from resumable.runner.launcher import Launcher
 
             self.launcher = Launcher(spawner, launch_threads)
+            self.flusher = Flusher(lambda label, events, lazy: self.w.write(label, events, lazy=lazy))
         # The pass's batch: events to commit, then what to do once they are durable.
         self._events: list[dict[str, Any]] = []
         self._what: list[str] = []
@@ -171,6 +175,8 @@ class Scheduler:
         try:
             return self._loop(state, unmet, ready, jobs)
         finally:
+            if self.flusher is not None:
+                self.flusher.close()
             if self.launcher is not None:
                 self.launcher.close()
 
@@ -192,6 +198,9 @@ class Scheduler:
                         heapq.heappush(ready, (self.order[child], child))
 
         while True:
+            if self.flusher is not None:
+                for fn in self.flusher.finished() or ():
+                    fn()  # the batch is durable: report it, start its steps
             if self.launcher is not None and self.launcher.pending:
                 for a, result in self.launcher.completed():
                     self._launched(a, result)
@@ -293,18 +302,20 @@ class Scheduler:
                     starting.append(self._prepare(self.steps[sid], n))
                     state[sid] = "running"
 
-            if self.launcher is not None:
-                for a in starting:
-                    self.launcher.prepare(a.log)
-            # One durable batch for the whole pass, then act on it.
-            self._commit()
             for a in starting:
-                running[a.step.id] = a
-                self._launch(a)
+                running[a.step.id] = a  # counts towards -j from now; started once durable
+                if self.launcher is not None:
+                    self.launcher.prepare(a.log)
+            # One durable batch for the whole pass (or, while one is in flight, for everything
+            # since), then act on it.
+            self._commit()
 
-            # Nothing runs, nothing drains, and no retry is due: either all is finished or nothing
-            # else can start (stopped, or waiting steps need something not done).
-            if not running and not draining and (stopping or (not backoff and not ready)):
+            # Nothing runs, nothing drains, nothing is left to make durable, and no retry is due:
+            # either all is finished or nothing else can start (stopped, or waiting steps need
+            # something not done).
+            if not running and not draining and not self._events and not (
+                    self.flusher is not None and self.flusher.busy) and (
+                    stopping or (not backoff and not ready)):
                 break
 
             self.reporter.tick()
@@ -325,14 +336,22 @@ class Scheduler:
         self._after.append(lambda: fn(*args))
 
     def _commit(self) -> None:
+        if self.flusher is not None and self.flusher.busy:
+            return  # collected meanwhile: goes out as the next batch
         events, what, after = self._events, self._what, self._after
         self._events, self._what, self._after = [], [], []
-        if events:
-            # A batch that only starts steps is journaled without a rewrite of the snapshot file;
-            # one with an outcome may refresh it (the store's policy decides).
-            lazy = all(e.get("state") == "in_progress" for e in events)
-            label = ", ".join(what[:5]) + (f" and {len(what) - 5} more" if len(what) > 5 else "")
-            self.w.write(label, events, lazy=lazy)
+        if not events:
+            for fn in after:
+                fn()
+            return
+        # A batch that only starts steps is journaled without a rewrite of the snapshot file;
+        # one with an outcome may refresh it (the store's policy decides).
+        lazy = all(e.get("state") == "in_progress" for e in events)
+        label = ", ".join(what[:5]) + (f" and {len(what) - 5} more" if len(what) > 5 else "")
+        if self.flusher is not None:
+            self.flusher.submit(label, events, lazy, after)
+            return
+        self.w.write(label, events, lazy=lazy)
         for fn in after:
             fn()
 
@@ -371,10 +390,10 @@ class Scheduler:
             timeout = min(timeout, 0.02)
         timeout = max(timeout, 0.0)
         fds: list[int | None] = [a.handle.fileno() for a in running.values() if not a.launching]
-        launching = self.launcher is not None and self.launcher.pending > 0
-        if launching:
-            assert self.launcher is not None
+        if self.launcher is not None and self.launcher.pending > 0:
             fds.append(self.launcher.fileno())
+        if self.flusher is not None and self.flusher.busy:
+            fds.append(self.flusher.fileno())
         if fds and all(f is not None for f in fds):
             # pidfds become readable when the process exits, the launcher's pipe when a launch is
             # done: no polling latency per step.
@@ -410,13 +429,14 @@ class Scheduler:
             step.id, "in_progress", deps=list(step.needs),
             attempt={"n": n, "status": "running", "startedAt": stamp(wall, ms=True), "log": log},
             fields={"command": step.command_text, "log": log}))
-        return Attempt(step, n, NOT_STARTED, 0.0, wall, log, fprint, None)
+        attempt = Attempt(step, n, NOT_STARTED, 0.0, wall, log, fprint, None, launching=True)
+        self._later(self._launch, attempt)  # once the record is durable
+        return attempt
 
     def _launch(self, a: Attempt) -> None:
         step = a.step
         a.started = self.clock()
         if self.launcher is not None:
-            a.launching = True
             self.launcher.submit(a, step.argv, step.cwd, self._env(step, a.n), a.log)
             return
         try:
