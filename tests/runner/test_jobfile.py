@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from resumable.errors import InvalidInputError, UsageError
-from resumable.runner.jobfile import job_from_flags, load_job_file, parse_duration
+from resumable.runner.jobfile import load_job_file, parse_duration
+from resumable.runner.jobflags import job_from_flags
 from resumable.runner.joblocate import MAX_PROBLEMS, JobFileError
 
 

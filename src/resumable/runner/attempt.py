@@ -1,5 +1,5 @@
-"""One attempt of a step: what the scheduler keeps while it runs, and the stand-ins for a process
-that has not started yet or could not start."""
+"""One attempt of a step: what the scheduler keeps while it runs, how its end is recorded, and the
+stand-ins for a process that has not started yet or could not start."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from resumable.core import verbs
+from resumable.core.stamps import stamp
+from resumable.runner import fingerprint as fp
 from resumable.runner.jobfile import Step
 from resumable.runner.process import StepHandle
 
@@ -56,6 +59,48 @@ def next_attempt_number(unit: object) -> int:
     attempts = unit.get("attempts")
     ns = [a.get("n") for a in attempts if isinstance(a, Mapping)] if isinstance(attempts, list) else []
     return max([n for n in ns if isinstance(n, int)], default=0) + 1
+
+
+MISSING_ARTIFACT_EXIT = -2  # the seed's code for "exited 0 but the artifact is missing"
+
+
+def finished_attempt(a: Attempt, code: int, now: float, wall: float) -> tuple[str, int, dict[str, Any]]:
+    """(status, exit code, the unit event recording it) for an attempt whose process ended with
+    ``code`` (negative: killed by that signal) at monotonic ``now`` / wall-clock ``wall``."""
+    step = a.step
+    duration = round(now - a.started, 3)
+    exit_code = 128 - code if code < 0 else code  # signals as the shell shows them
+    reason = ""
+    artifacts: dict[str, Any] = {}
+    if a.interrupted:
+        status = "interrupted"
+    elif a.timed_out:
+        status = "timeout"
+    elif code != 0:
+        status = "failed"
+    else:
+        artifacts = fp.artifact_records(step)
+        missing = [p for p, rec in artifacts.items() if rec is None]
+        if missing:
+            status, exit_code = "failed", MISSING_ARTIFACT_EXIT
+            reason = f"exited 0 but artifact missing: {', '.join(missing)}"
+            append_log(a.log, f"\nresumable: {reason}\n")
+        else:
+            status = "done"
+    attempt: dict[str, Any] = {
+        "n": a.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
+        "finishedAt": stamp(wall, ms=True), "exitCode": exit_code, "duration": duration, "log": a.log,
+    }
+    if code < 0:
+        attempt["signal"] = -code
+    if reason:
+        attempt["reason"] = reason
+    fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code, "log": a.log}
+    if status == "done":
+        fields["fingerprint"] = a.fingerprint
+        fields["artifacts"] = artifacts
+    note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
+    return status, exit_code, verbs.unit(step.id, status, note=note, attempt=attempt, fields=fields)
 
 
 def append_log(path: str, text: str) -> None:

@@ -29,7 +29,7 @@ from resumable.runner.attempt import (
     Draining,
     FailedSpawn,
     Outcome,
-    append_log,
+    finished_attempt,
     next_attempt_number,
 )
 from resumable.runner.explain import Decision
@@ -41,7 +41,6 @@ from resumable.runner.retry import RetryPolicy
 from resumable.runner.writer import SafeWriter
 from resumable.store.values import LeftoverGroup
 
-MISSING_ARTIFACT_EXIT = -2  # the seed's code for "exited 0 but the artifact is missing"
 _MAX_WAIT = 0.1  # an interrupt or a display tick is noticed within this long
 
 
@@ -474,48 +473,15 @@ class Scheduler:
     def _finish(self, a: Attempt, code: int, now: float) -> str:
         """The attempt's outcome, recorded in the pass's batch (reported once it is durable)."""
         step = a.step
-        duration = round(now - a.started, 3)
-        exit_code = 128 - code if code < 0 else code  # signals as the shell shows them
-        reason = ""
-        artifacts: dict[str, Any] = {}
-        if a.interrupted:
-            status = "interrupted"
-        elif a.timed_out:
-            status = "timeout"
-        elif code != 0:
-            status = "failed"
-        else:
-            artifacts = fp.artifact_records(step)
-            missing = [p for p, rec in artifacts.items() if rec is None]
-            if missing:
-                status, exit_code = "failed", MISSING_ARTIFACT_EXIT
-                reason = f"exited 0 but artifact missing: {', '.join(missing)}"
-                append_log(a.log, f"\nresumable: {reason}\n")
-            else:
-                status = "done"
-        attempt: dict[str, Any] = {
-            "n": a.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
-            "finishedAt": stamp(self.wallclock(), ms=True), "exitCode": exit_code, "duration": duration,
-            "log": a.log,
-        }
-        if code < 0:
-            attempt["signal"] = -code
-        if reason:
-            attempt["reason"] = reason
-        fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code,
-                                  "log": a.log}
-        if status == "done":
-            fields["fingerprint"] = a.fingerprint
-            fields["artifacts"] = artifacts
-        note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
-        self._record(f"{step.id} -> {status}", verbs.unit(step.id, status, note=note, attempt=attempt,
-                                                           fields=fields))
+        status, exit_code, event = finished_attempt(a, code, now, self.wallclock())
+        self._record(f"{step.id} -> {status}", event)
         if status != "done":  # what the conclusion needs, for the steps that did not finish
             self.out.attempts[step.id] = self.out.attempts.get(step.id, 0) + 1
             self.out.last_exit[step.id] = exit_code
             self.out.logs[step.id] = a.log
-        if status == "done":
-            self._later(self.reporter.step_finished, step, a.n, status, duration, exit_code, a.log, None)
+        else:
+            self._later(self.reporter.step_finished, step, a.n, status, round(now - a.started, 3), exit_code,
+                        a.log, None)
         return status
 
 

@@ -17,7 +17,8 @@ from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
 from resumable.runner import explain, process
 from resumable.runner.conclude import conclude
-from resumable.runner.jobfile import DEFAULT_GRACE, DEFAULT_JOB_FILE, Job, Step, job_from_flags, load_job_file
+from resumable.runner.jobfile import DEFAULT_GRACE, DEFAULT_JOB_FILE, Job, Step, load_job_file
+from resumable.runner.jobflags import job_from_flags
 from resumable.runner.options import RunOptions
 from resumable.runner.writer import SafeWriter
 
