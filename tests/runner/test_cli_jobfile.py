@@ -146,3 +146,14 @@ def test_job_name_defaults_to_the_directory_and_k_keeps_going(work: Path) -> Non
     r = run_cli(["-k"])
     assert r.exit_code == 1
     assert status_of(work, work.name) == {"bad": "failed", "other": "done"}
+
+
+def test_dry_run_escapes_file_names_in_reasons(work: Path) -> None:
+    write(work / "in\x1b[2Jput", "1")
+    write(work / "resumable.toml", '[steps.a]\nrun = "true"\ninputs = ["in\\u001b[2Jput"]\n')
+    assert run_cli([]).exit_code == 0
+    write(work / "in\x1b[2Jput", "2")
+    r = run_cli(["--dry-run"])
+    assert r.exit_code == 0 and "\x1b" not in r.output
+    assert r.output.splitlines() == ["run   a: input changed: in\\x1b[2Jput",
+                                     "1 to run, 0 to skip (dry run: nothing executed or written)"]

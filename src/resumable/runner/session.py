@@ -6,6 +6,7 @@ left, plan, schedule, conclude. ``run(options)`` is the whole lifecycle; the cli
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -115,13 +116,17 @@ def _run(opts: RunOptions) -> int:
             units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
             assert isinstance(units, dict)
             decisions = explain.plan(job, units, force=opts.force)
+            from resumable.core.text import escape_controls
+
             if opts.explain:
-                print(decisions[job.step(opts.explain).id].line())
+                print(escape_controls(decisions[job.step(opts.explain).id].line()))
                 return 0
-            for d in decisions.values():
-                print(d.line())
+            # Reasons carry file names (inputs, artifacts): data, escaped. One write for all the
+            # lines: a 100,000-step plan prints in a blink.
+            lines = [d.line() for d in decisions.values()]
             n = sum(d.run for d in decisions.values())
-            print(f"{n} to run, {len(decisions) - n} to skip (dry run: nothing executed or written)")
+            lines.append(f"{n} to run, {len(decisions) - n} to skip (dry run: nothing executed or written)")
+            sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
             return 0
         return execute(job, backend, handle, opts)
     finally:
