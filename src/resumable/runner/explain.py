@@ -13,6 +13,8 @@ from typing import Any
 from resumable.runner.fingerprint import check_artifacts, fingerprint_changes, unchanged
 from resumable.runner.jobfile import Job, Step
 
+INTEGRATED = "reconciled-from-trailer:"  # a unit marked done from an integrated commit
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -65,6 +67,10 @@ def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -
         return Decision(step.id, True, str(invs[-1].get("reason") or "invalidated"))
     if not done:
         return Decision(step.id, True, "never ran" if status == "pending" else f"not done ({status})")
+    note = u.get("note")
+    if u.get("fingerprint") is None and isinstance(note, str) and note.startswith(INTEGRATED):
+        # Done by reconciliation ([job] reconcile): git holds the proof, not a fingerprint.
+        return Decision(step.id, False, f"integrated in {note[len(INTEGRATED):]}")
     changes = fingerprint_changes(step, u.get("fingerprint"))
     if changes:
         return Decision(step.id, True, ", ".join(changes), invalidate=True)

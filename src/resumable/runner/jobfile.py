@@ -31,7 +31,8 @@ DEFAULT_GRACE = 5.0
 DEFAULT_BACKOFF = 1.0
 DEFAULT_JITTER = 0.1
 
-_JOB_KEYS = frozenset({"name", "timeout", "retries", "backoff", "jitter", "env", "cwd", "shell", "grace"})
+_JOB_KEYS = frozenset({"name", "timeout", "retries", "backoff", "jitter", "env", "cwd", "shell", "grace",
+                       "reconcile"})
 _STEP_KEYS = frozenset({"run", "needs", "timeout", "retries", "artifacts", "inputs", "env", "cwd", "log",
                         "backoff", "jitter", "grace", "shell"})
 
@@ -79,6 +80,9 @@ class Job:
     steps: tuple[Step, ...]
     source: str  # the job file path, or "--step flags"
     base_dir: str = field(default=".")
+    # [job] reconcile = { ref = "main", repo = "." }: (ref, repository) to reconcile against git
+    # before planning, so steps whose Task-Id trailer is integrated are skipped.
+    reconcile: tuple[str, str] | None = None
 
     def step(self, step_id: str) -> Step:
         for s in self.steps:
@@ -206,6 +210,19 @@ def _log(value: object) -> str:
     return value
 
 
+def _reconcile(value: object) -> tuple[str, str]:
+    if not isinstance(value, dict):
+        raise _Bad('expected a table like { ref = "main", repo = "." }')
+    unknown = sorted(set(value) - {"ref", "repo"})
+    if unknown:
+        raise _Bad(f"unknown key {unknown[0]!r}; known: ref, repo")
+    ref = value.get("ref", "HEAD")
+    repo = value.get("repo", ".")
+    if not isinstance(ref, str) or not ref.strip() or not isinstance(repo, str) or not repo:
+        raise _Bad("ref and repo must be non-empty strings")
+    return ref, os.path.expanduser(repo)
+
+
 def _dir(value: object) -> str:
     if not isinstance(value, str) or not value:
         raise _Bad("expected a directory path")
@@ -313,6 +330,9 @@ def job_from_mapping(
     d_cwd = os.path.normpath(os.path.join(base, jr.get("cwd", _dir, ".")))
     d_shell = jr.get("shell", _shell, DEFAULT_SHELL)
     d_env_items = tuple(sorted(d_env.items()))
+    reconcile = jr.get("reconcile", _reconcile, None)
+    if reconcile is not None:
+        reconcile = (reconcile[0], os.path.normpath(os.path.join(base, reconcile[1])))
 
     steps_data = data.get("steps")
     if not isinstance(steps_data, dict) or not steps_data:
@@ -380,7 +400,7 @@ def job_from_mapping(
             problems.add(f"steps.{cycle[0]}", "needs", f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}")
     problems.check()
     assert name is not None
-    return Job(name=name, steps=tuple(steps), source=str(path), base_dir=str(base))
+    return Job(name=name, steps=tuple(steps), source=str(path), base_dir=str(base), reconcile=reconcile)
 
 
 def _acyclic(graph: Mapping[str, tuple[str, ...]]) -> bool:

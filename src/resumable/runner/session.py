@@ -115,6 +115,8 @@ def _run(opts: RunOptions) -> int:
             doc = handle.load() or {}
             units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
             assert isinstance(units, dict)
+            if job.reconcile is not None:
+                units = reconciled_view(job, doc, units)
             decisions = explain.plan(job, units, force=opts.force)
             from resumable.core.text import escape_controls
 
@@ -197,6 +199,8 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         if closing:
             writer.write(f"{len(closing)} interrupted step(s) of a dead runner", closing)
             units = _units(writer.doc) or units
+        if job.reconcile is not None and reconcile(job, writer, doc, reporter):
+            units = _units(writer.doc) or units
         decisions = explain.plan(job, units, force=opts.force)
         if not closing and nothing_to_do(job, doc, decisions, launch):
             # As make with nothing to do: no write at all (a 100,000-step run would otherwise
@@ -264,6 +268,40 @@ def nothing_to_do(job: Job, doc: Mapping[str, Any], decisions: Mapping[str, expl
         return True
     return all(isinstance(u, dict) and u.get("status") == "done"
                for uid, u in units.items() if uid not in decisions)
+
+
+def reconcile(job: Job, writer: SafeWriter, doc: Mapping[str, Any], reporter: Any) -> bool:
+    """[job] reconcile: trust git over the checkpoint before planning. A step whose Task-Id trailer
+    is on a commit reachable from the ref is marked done (and skipped: "integrated in <sha>"); a done
+    step with no such commit gets an open stale-done blocker. True when something was written."""
+    from resumable.git.reconcile import reconcile as plan_reconcile
+
+    assert job.reconcile is not None
+    ref, repo = job.reconcile
+    plan = plan_reconcile(doc, repo, ref, [s.id for s in job.steps], run_id=job.name)
+    for warning in plan.warnings:
+        reporter.warn(warning)
+    events = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
+              for kind, uid, payload in plan.writes]
+    if events:
+        writer.write(f"reconcile against {ref}", events)
+    return bool(events)
+
+
+def reconciled_view(job: Job, doc: Mapping[str, Any], units: dict[str, Any]) -> dict[str, Any]:
+    """The units as a reconcile would leave them, without writing (for --dry-run and --explain)."""
+    from resumable.git.reconcile import NOTE_PREFIX
+    from resumable.git.reconcile import reconcile as plan_reconcile
+
+    assert job.reconcile is not None
+    ref, repo = job.reconcile
+    plan = plan_reconcile(doc, repo, ref, [s.id for s in job.steps], run_id=job.name)
+    view = dict(units)
+    for uid in plan.reconciled:
+        old = units.get(uid)
+        view[uid] = {**(old if isinstance(old, dict) else {}), "status": "done",
+                     "note": NOTE_PREFIX + plan.integrated[uid]}
+    return view
 
 
 def _units(doc: Mapping[str, Any]) -> dict[str, Any]:
