@@ -28,6 +28,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "checkpoint": ("resumable.cli.checkpoint", "checkpoint_command", "The phase checkpoint ledger."),
     "guard": ("resumable.cli.guard", "guard_command", "Run one pass of a recurring job: lock, pass cap, breaker."),
     "rerun": ("resumable.cli.rerun", "rerun_command", "Mark units of a run to run again."),
+    "completion": ("resumable.cli.completion", "completion_command", "Print the shell completion script."),
+    "doctor": ("resumable.cli.doctor", "doctor_command", "Check the installation, the store and the runs."),
 }
 
 SEED_HELP: dict[str, str] = {
@@ -71,6 +73,12 @@ def _click_app() -> Any:
                 return _seed_command(cmd_name)
             return None
 
+    class SeedVerb(click.Command):
+        def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+            from resumable.cli.completion import complete_seed_verb
+
+            return complete_seed_verb(ctx, incomplete)
+
     def _seed_command(name: str) -> click.Command:
         def callback() -> None:
             from resumable.cli.seed import run_verb
@@ -78,7 +86,7 @@ def _click_app() -> Any:
             ctx = click.get_current_context()
             raise SystemExit(run_verb(name, list(ctx.args)))
 
-        return click.Command(
+        return SeedVerb(
             name,
             callback=callback,
             help=SEED_HELP[name],
@@ -111,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         from resumable.cli.seed import run_verb
 
         return run_verb(args[0], args[1:])
-    if not args or (not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS)):
+    # A shell's completion call (cli/completion.py) carries no arguments: click answers it.
+    completing = not args and bool(os.environ.get("_RESUMABLE_COMPLETE"))
+    if not completing and (not args or (not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS))):
         from resumable.cli.errors import report
         from resumable.errors import UsageError
 
