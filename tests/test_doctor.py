@@ -94,6 +94,12 @@ def test_runs_that_need_attention(tmp_path: Path) -> None:
     assert any("run bad needs attention — `resumable status bad`" in p for p in problems)
     assert any("damaged.json cannot be read" in p for p in problems)
     assert proc.stdout.splitlines()[-1] == '2 problems: each line marked "problem" says what to do'
+    # a run written by a newer resumable
+    (runs / "future.json").write_text(json.dumps({"schemaVersion": 3, "id": "future", "status": "done",
+                                                  "units": {}}))
+    problems = lines_of(doctor(runs=runs, cwd=tmp_path), "problem")
+    assert any("run future has schemaVersion 3, newer than this resumable knows (2)" in p for p in problems)
+    (runs / "future.json").unlink()
     # a seed tool's run is "running" with no runner at all: that is not a problem
     ok(cli("init", "agent", "--task", "t", runs=runs))
     assert len(lines_of(doctor(runs=runs, cwd=tmp_path), "problem")) == 2

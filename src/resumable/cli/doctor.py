@@ -24,6 +24,7 @@ import click
 from resumable import __version__, store
 from resumable.cli.errors import command_class
 from resumable.cli.hostinfo import Lease, carriers, lease_files, mount_of, proc_start
+from resumable.core.model import SCHEMA_VERSION
 from resumable.core.text import escape_controls
 from resumable.errors import ResumableError
 
@@ -229,8 +230,12 @@ def runs_directory(runs_dir: str | None) -> list[Finding]:
         out.append(Finding("store", PROBLEM, f"{root} is writable by other users (mode {stat.S_IMODE(st.st_mode):o});"
                            " `resumable run` refuses it", f"chmod go-w {root}"))
     out += filesystem(root)
-    leases = lease_files(root)
-    out += leftovers(root, leases)
+    try:
+        leases = lease_files(root)
+        out += leftovers(root, leases)
+    except OSError as exc:
+        return [*out, Finding("store", PROBLEM, f"cannot list {root}: {exc.strerror or exc}",
+                              "check its permissions")]
     out += runs(backend, leases)
     return out
 
@@ -313,7 +318,12 @@ def runs(backend: Backend, leases: dict[str, Lease]) -> list[Finding]:
                                "see the error; `resumable status` shows the file"))
             continue
         status = doc.get("status")
-        if status == "needs_attention":
+        version = doc.get("schemaVersion")
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            # Written by a newer resumable: this one refuses to write it and may misread it.
+            out.append(Finding("runs", PROBLEM, f"run {rid} has schemaVersion {version}, newer than this resumable"
+                               f" knows ({SCHEMA_VERSION})", "upgrade resumable: pip install -U resumable-runs"))
+        elif status == "needs_attention":
             out.append(Finding("runs", PROBLEM, f"run {rid} needs attention",
                                f"`resumable status {rid}` says what failed; `resumable status {rid} --resume` how"
                                " to resume"))
