@@ -201,3 +201,28 @@ def test_bash_loads_the_script_and_completes(project: Path) -> None:
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("complete ") and lines[0].endswith(" resumable")
     assert lines[1:] == ["status: nightly nightly-2", "finalize: done needs_attention aborted"]
+
+
+def _shell_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESUMABLE_")}
+    env["PATH"] = f"{Path(RESUMABLE).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="no fish on this machine")
+def test_fish_loads_the_script_and_completes(project: Path) -> None:
+    """fish completes a command line non-interactively (`complete -C`), through the script."""
+    script = 'resumable completion fish | source; complete -C "resumable status ni"; echo ---;' \
+             ' complete -C "resumable unit nightly a d"'
+    proc = subprocess.run(["fish", "--no-config", "-c", script], capture_output=True, text=True, cwd=project,
+                          env=_shell_env(), timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["nightly", "nightly-2", "---", "dep_blocked", "done"]
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="no zsh on this machine")
+def test_zsh_loads_the_script(project: Path) -> None:
+    script = 'autoload -U compinit; compinit -u; eval "$(resumable completion zsh)"; whence -w _resumable_completion'
+    proc = subprocess.run(["zsh", "-f", "-c", script], capture_output=True, text=True, cwd=project,
+                          env=_shell_env(), timeout=30, check=False)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "_resumable_completion: function"), proc.stderr
