@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -76,6 +77,9 @@ def test_release_scripts_are_strict_executable_bash(name: str) -> None:
     assert text.startswith("#!/usr/bin/env bash\n") and "\nset -euo pipefail\n" in text
     assert os.access(script, os.X_OK)
     subprocess.run(["bash", "-n", str(script)], check=True)
+    if shutil.which("shellcheck"):
+        proc = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stdout
 
 
 def test_build_and_twine_are_in_the_test_extra() -> None:
