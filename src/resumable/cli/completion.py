@@ -116,9 +116,15 @@ def step_ids(jobfile: str | None, steps: tuple[str, ...] | list[str] | None) -> 
         if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_JOB_FILE:
             return []
         with os.fdopen(os.dup(fd), "rb") as f:
-            table = tomllib.load(f)
+            text = f.read().decode("utf-8")
     finally:
         os.close(fd)
+    try:  # rtoml, as the runner reads job files: a 100,000-step file in a fraction of a second
+        import rtoml
+
+        table = rtoml.loads(text)
+    except ImportError:
+        table = tomllib.loads(text)
     found = table.get("steps")
     return sorted(k for k in found if isinstance(found[k], dict)) if isinstance(found, dict) else []
 

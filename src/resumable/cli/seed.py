@@ -157,10 +157,16 @@ def _init(args: Args) -> None:
     print(run_id)
 
 
+def _bad_state(what: str, state: str, states: tuple[str, ...]) -> InvalidInputError:
+    return InvalidInputError(f"unknown {what} state {state!r}; the states are {', '.join(states)}")
+
+
 def _unit(args: Args) -> None:
     uid, state = args.pos(1), args.pos(2)
-    if uid is None or state is None or state not in UNIT_STATES:
+    if uid is None or state is None:
         raise UsageError(f"unit requires <unit-id> <{'|'.join(UNIT_STATES)}>")
+    if state not in UNIT_STATES:
+        raise _bad_state("unit", state, UNIT_STATES)
     deps_raw = args.opt("--deps")
     _open(args).unit(
         uid, state, note=args.opt("--note"), deps=split_csv(deps_raw) if deps_raw is not None else None
@@ -169,8 +175,10 @@ def _unit(args: Args) -> None:
 
 def _phase(args: Args) -> None:
     name, state = args.pos(1), args.pos(2)
-    if not name or state is None or state not in PHASE_STATES:
+    if not name or state is None:
         raise UsageError(f"phase requires <phase> <{'|'.join(PHASE_STATES)}>")
+    if state not in PHASE_STATES:
+        raise _bad_state("phase", state, PHASE_STATES)
     _open(args).phase(name, state)
 
 

@@ -8,14 +8,19 @@ exists to avoid. Callers that need the old value keep a deep copy themselves.
 
     init        {id, task, units, launch?, requiredPhases?, requireValidation?}
     base        {doc, reason}            adopt a whole document (seed import, external edit)
-    begin       {launch?}                (re)open a run for a new runner session
+    begin       {launch?, clock?}        (re)open a run for a new runner session
     unit        {unit, state, note?, deps?, attempt?, fields?}
     invalidate  {unit, reason}           the only way a done unit goes back to pending
     phase       {phase, state}
     item        {items}
     resolve     {ids}
     validation  {status, note?}
-    finalize    {status, result?}
+    finalize    {status, result?, clock?}
+
+``clock`` (optional) is the event's time with milliseconds. A runner session runs from its ``begin``
+to its ``finalize``; the document sums the sessions in ``ranSeconds`` (``sessionStartedAt`` while
+one is open), so "how long did this run take" counts the runner's time, never the idle time
+between invocations. A session that never finalized (a killed runner) counts up to its last write.
 """
 
 from __future__ import annotations
@@ -324,6 +329,7 @@ def _apply_finalize(doc: Doc, ev: dict[str, Any]) -> Output:
             )
     at = ev["at"]
     upgrade(doc)
+    _close_session(doc, ev.get("clock") or at)
     doc["status"] = status
     doc["finishedAt"] = at
     if ev.get("result") is not None:
@@ -332,9 +338,27 @@ def _apply_finalize(doc: Doc, ev: dict[str, Any]) -> Output:
     return None
 
 
+def _close_session(doc: Doc, end: object) -> None:
+    from resumable.core.stamps import parse_stamp
+
+    start = parse_stamp(doc.pop("sessionStartedAt", None))
+    stop = parse_stamp(end)
+    if start is None or stop is None:
+        return
+    before = doc.get("ranSeconds")
+    if isinstance(before, bool) or not isinstance(before, (int, float)) or not math.isfinite(before):
+        before = 0.0
+    # max(): a stamp without milliseconds may fall up to a second before a session's exact start.
+    doc["ranSeconds"] = round(before + max(stop - start, 0.0), 3)
+
+
 def _apply_begin(doc: Doc, ev: dict[str, Any]) -> Output:
     at = ev["at"]
     upgrade(doc)
+    if "sessionStartedAt" in doc:
+        _close_session(doc, doc.get("updatedAt"))  # a runner that died: up to its last write
+    clock = ev.get("clock")
+    doc["sessionStartedAt"] = clock if isinstance(clock, str) else at
     doc["status"] = "running"
     doc.pop("finishedAt", None)
     if ev.get("launch") is not None:

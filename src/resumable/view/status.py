@@ -92,6 +92,28 @@ def fmt_age(ts: object, now: float) -> str:
     return f"{s // 86400}d ago"
 
 
+def ran_seconds(doc: Mapping[str, Any], now: float, *, open_session: bool = True) -> float | None:
+    """How long the run actually ran. A runner's run sums its sessions (``ranSeconds``, kept by the
+    begin and finalize events), so the idle time between invocations is not counted; an open
+    session counts up to now while the run is live, else up to its last write (a runner that died).
+    A run written only by the seed verbs ran from its creation to its finish (or last update)."""
+    total = doc.get("ranSeconds")
+    session = parse_ts(doc.get("sessionStartedAt"))
+    counted = total if isinstance(total, (int, float)) and not isinstance(total, bool) else None
+    if counted is not None or session is not None:
+        ran = float(counted or 0.0)
+        if session is not None and open_session:
+            end = now if doc.get("status") in LIVE else parse_ts(doc.get("updatedAt"))
+            if end is not None:
+                ran += max(end - session, 0.0)
+        return ran
+    created = parse_ts(doc.get("createdAt"))
+    end = parse_ts(doc.get("finishedAt")) or parse_ts(doc.get("updatedAt"))
+    if created is None or end is None or (doc.get("status") in LIVE and not doc.get("finishedAt")):
+        return None
+    return end - created
+
+
 def one_line(value: object, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
@@ -332,19 +354,20 @@ def render_status(
                      " resume it with the command below", "magenta")])
     run_id = doc.get("id")
     created = parse_ts(doc.get("createdAt"))
-    finished = parse_ts(doc.get("finishedAt"))
     stamp_line: Line = [("id " + (str(run_id) if run_id is not None else "?"), "dim")]
     stamp_line.append((f" · started {doc.get('createdAt') or '?'}", "dim"))
     stamp_line.append((f" · updated {doc.get('updatedAt') or '?'}", "dim"))
-    if created is not None:
-        if finished is not None:
-            stamp_line.append((f" · ran {fmt_dur(finished - created)}", "dim"))
+    session = parse_ts(doc.get("sessionStartedAt"))
+    if status in LIVE and session is not None:
+        before = ran_seconds(doc, now, open_session=False)
+        stamp_line.append((f" · running for {fmt_dur(now - session)}"
+                           + (f" (ran {fmt_dur(before)} before)" if before else ""), "dim"))
+    elif created is not None:
+        ran = ran_seconds(doc, now)
+        if ran is not None:
+            stamp_line.append((f" · ran {fmt_dur(ran)}", "dim"))
         elif status in LIVE:
             stamp_line.append((f" · running for {fmt_dur(now - created)}", "dim"))
-        else:
-            upd = parse_ts(doc.get("updatedAt"))
-            if upd is not None:
-                stamp_line.append((f" · ran {fmt_dur(upd - created)}", "dim"))
     out.append(stamp_line)
     out.append([("file     ", "dim"), (file, "")])
     if runs_dir:
