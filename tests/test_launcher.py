@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from corehelpers import RESUMABLE, cli, ok
+from resumable import __version__
 from resumable.cli.startup import SEED_VERB_MUST_NOT_IMPORT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,12 +61,12 @@ def test_get_of_a_small_run_does_not_load_orjson(tmp_path: Path) -> None:
 
 
 def test_help_version_and_python_dash_m(tmp_path: Path) -> None:
-    assert ok(cli("--version")) == "resumable, version 0.1.0\n"
+    assert ok(cli("--version")) == f"resumable, version {__version__}\n"
     assert "Usage: resumable" in ok(cli("--help"))
     assert "Set a unit's state" in ok(cli("unit", "--help"))
     proc = subprocess.run([sys.executable, "-m", "resumable", "--version"], capture_output=True, text=True,
                           check=True)
-    assert proc.stdout == "resumable, version 0.1.0\n"
+    assert proc.stdout == f"resumable, version {__version__}\n"
 
 
 # --- ending a seed verb without the interpreter's shutdown -------------------------------------
@@ -118,7 +119,7 @@ def test_the_normal_exit_runs_when_something_needs_it(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "[teardown]" in proc.stdout
     # Everything but the seed verbs ends as Python programs do.
     proc = _launch(runs, "--version")
-    assert sorted(proc.stdout.splitlines()) == ["[teardown]", "resumable, version 0.1.0"]
+    assert sorted(proc.stdout.splitlines()) == ["[teardown]", f"resumable, version {__version__}"]
 
 
 def test_a_closed_stdout_is_reported_as_before(tmp_path: Path) -> None:

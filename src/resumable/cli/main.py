@@ -28,6 +28,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "checkpoint": ("resumable.cli.checkpoint", "checkpoint_command", "The phase checkpoint ledger."),
     "guard": ("resumable.cli.guard", "guard_command", "Run one pass of a recurring job: lock, pass cap, breaker."),
     "rerun": ("resumable.cli.rerun", "rerun_command", "Mark units of a run to run again."),
+    "completion": ("resumable.cli.completion", "completion_command", "Print the shell completion script."),
+    "doctor": ("resumable.cli.doctor", "doctor_command", "Check the installation, the store and the runs."),
 }
 
 _RUN = ("<run>", "a run id (<runs-dir>/<id>.json), or a path ending in .json")
@@ -140,8 +142,8 @@ def _click_app() -> Any:
             return None
 
     class SeedVerb(click.Command):
-        """A seed verb for --help only: its arguments and options are listed as the verb's own
-        parser (cli.seed) takes them."""
+        """A seed verb for --help and completion only: its arguments and options are listed as the
+        verb's own parser (cli.seed) takes them, and completed by cli.completion."""
 
         def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
             formatter.write_usage(ctx.command_path, _seed_help_parts(self.name or "")[0])
@@ -155,6 +157,11 @@ def _click_app() -> Any:
             for title, rows in _seed_help_parts(self.name or "")[2]:
                 with formatter.section(title):
                     formatter.write_dl(rows)
+
+        def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+            from resumable.cli.completion import complete_seed_verb
+
+            return complete_seed_verb(ctx, incomplete)
 
     def _seed_command(name: str) -> click.Command:
         def callback() -> None:
@@ -197,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         from resumable.cli.seed import run_verb
 
         return run_verb(args[0], args[1:])
-    if not args or (not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS)):
+    # A shell's completion call (cli/completion.py) carries no arguments: click answers it.
+    completing = not args and bool(os.environ.get("_RESUMABLE_COMPLETE"))
+    if not completing and (not args or (not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS))):
         from resumable.cli.errors import report
         from resumable.errors import UsageError
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from resumable.api import open_run
+from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class, warn
 from resumable.core.text import escape_controls
 from resumable.errors import UsageError
@@ -13,7 +14,7 @@ from resumable.view.printer import dump_json
 
 
 @click.command("reconcile", cls=command_class(), short_help="Mark units done from integrated commits.")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_run)
 @click.option("--repo", metavar="DIR", default=".", show_default=True, help="The git repository.")
 @click.option("--ref", metavar="REF", default=None,
               help="Integration ref (default: the run's pipeline.integrationRef, else HEAD).")

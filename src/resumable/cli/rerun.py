@@ -5,13 +5,14 @@ from __future__ import annotations
 import click
 
 from resumable import api
+from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class
 from resumable.core.text import escape_controls
 from resumable.errors import UsageError
 
 
 @click.command("rerun", cls=command_class(), short_help="Mark units of a run to run again.")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_run)
 @click.argument("unit_ids", nargs=-1, metavar="ID...")
 @click.option("--step", "steps", metavar="NAME", multiple=True,
               help="Every unit of the durable step NAME (repeatable), besides the IDs given.")

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from resumable.cli.completion import complete_step
 from resumable.cli.errors import command_class
 from resumable.errors import InvalidInputError, ResumableError
 from resumable.runner.jobfile import DEFAULT_GRACE, parse_duration
@@ -54,7 +55,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
               help="Write that step's output to PATH (truncated per attempt).")
 @click.option("--logs-dir", metavar="DIR", help="Write logs to DIR/<step>.<attempt>.log.")
 @click.option("--dry-run", is_flag=True, help="Print what would run or skip, and why; write nothing.")
-@click.option("--explain", metavar="STEP", help="Why STEP would run or skip.")
+@click.option("--explain", metavar="STEP", help="Why STEP would run or skip.", shell_complete=complete_step)
 @click.option("--force", is_flag=True, help="Re-run every step (history kept).")
 @click.option("--reset", is_flag=True, help="Delete the run's state (refused while it runs).")
 @click.option("--status", is_flag=True, help="Show the run as `resumable status` does.")

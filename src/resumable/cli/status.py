@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resumable import store
+from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class, warn
 from resumable.core import recipe
 from resumable.core.text import escape_controls
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 
 @click.command("status", cls=command_class(), short_help="Show where runs stand (read-only).")
-@click.argument("run", required=False)
+@click.argument("run", required=False, shell_complete=complete_run)
 @click.option("--list", "list_", is_flag=True, help="One line per run, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the document(s) as JSON.")
 @click.option("--resume", is_flag=True, help="How to resume the run (with --json: a descriptor).")
