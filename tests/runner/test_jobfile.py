@@ -168,7 +168,7 @@ retries = -1
     with pytest.raises(JobFileError) as e:
         load_job_file(p)
     assert e.value.problems == [
-        f"{p}:2: [job] retry: unknown key 'retry'; known: backoff, cwd, env, grace, jitter, name, retries,"
+        f"{p}:2: [job] retry: unknown key 'retry'; known: backoff, cwd, env, grace, jitter, name, reconcile, retries,"
         " shell, timeout",
         f"{p}:5: [steps.a] timeuot: unknown key 'timeuot'; known: artifacts, backoff, cwd, env, grace,"
         " inputs, jitter, log, needs, retries, run, shell, timeout",
