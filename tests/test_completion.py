@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from corehelpers import RESUMABLE, assert_error, cli, ok, tree
+from corehelpers import RESUMABLE, assert_error, cli, needs, ok, tree
 from resumable.cli.main import LAZY_COMMANDS
 from resumable.cli.startup import SEED_VERBS
 
@@ -209,7 +209,7 @@ def _shell_env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.skipif(shutil.which("fish") is None, reason="no fish on this machine")
+@needs("fish", "apt-get install -y fish")
 def test_fish_loads_the_script_and_completes(project: Path) -> None:
     """fish completes a command line non-interactively (`complete -C`), through the script."""
     script = 'resumable completion fish | source; complete -C "resumable status ni"; echo ---;' \
@@ -220,7 +220,7 @@ def test_fish_loads_the_script_and_completes(project: Path) -> None:
     assert proc.stdout.split() == ["nightly", "nightly-2", "---", "dep_blocked", "done"]
 
 
-@pytest.mark.skipif(shutil.which("zsh") is None, reason="no zsh on this machine")
+@needs("zsh", "apt-get install -y zsh")
 def test_zsh_loads_the_script(project: Path) -> None:
     script = 'autoload -U compinit; compinit -u; eval "$(resumable completion zsh)"; whence -w _resumable_completion'
     proc = subprocess.run(["zsh", "-f", "-c", script], capture_output=True, text=True, cwd=project,

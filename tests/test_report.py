@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from corehelpers import needs
 from resumable.cli.report import report_command
 from resumable.view import report
 from resumable.view.report import build_html, timeline
@@ -159,9 +159,8 @@ def _chart_attrs(dom: str) -> dict[str, str]:
     return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', m.group(1)))
 
 
-needs_chromium = pytest.mark.skipif(
-    not (os.access(CHROMIUM, os.X_OK) or shutil.which("chromium")),
-    reason="chromium is not installed (.ci/run installs it with apt-get install -y chromium)",
+needs_chromium = needs(
+    "chromium", ".ci/run installs it with apt-get install -y chromium"
 )
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from ledgerhelpers import RUN, cli, document
 
+from corehelpers import needs
 from resumable import ledger
 from resumable.errors import InvalidInputError
 
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+needs_git = needs("git", "apt-get install -y git")
 
 
 def _git(repo: Path, *args: str) -> str:

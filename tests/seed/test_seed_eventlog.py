@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 from seedhelpers import SeedWriter, js_digest
 
+from corehelpers import needs
 from resumable.errors import CorruptRunError, StoreError
 from resumable.store.files.seed_events import (
     TransitionError,
@@ -363,7 +363,7 @@ def test_apply_event_is_pure() -> None:
         apply_event({}, {"path": ["a"]})
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@needs("node", "the JavaScript comparisons run the real JSON.stringify")
 def test_differential_against_node() -> None:
     """Random documents and doubles, stringified by Node and by us: the same bytes."""
     rnd = random.Random(7)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from corehelpers import needs
 from resumable.view import workflow as wo
 from resumable.view.workflow import (
     NO_OVERLAY_HINT,
@@ -148,7 +148,7 @@ def test_tie_uses_locale_order_like_the_seed(claude: Claude) -> None:
     assert got is not None and got.wf == "wf_B"
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@needs("node", "the JavaScript comparisons run the real localeCompare")
 def test_locale_key_matches_node_localecompare() -> None:
     import random
 
