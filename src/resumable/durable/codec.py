@@ -21,7 +21,7 @@ import traceback
 from typing import Any, Protocol
 
 from resumable.core import jsonio
-from resumable.errors import CorruptRunError, InvalidInputError
+from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
 
 INLINE_LIMIT = 64 * 1024  # encoded results above this go to a blob (handle.put_blob)
 _TRACEBACK_CHARS = 4000
@@ -106,11 +106,20 @@ def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -
     return field, serializer.loads(raw)
 
 
+# Result records written by a newer resumable carry a higher "v" (this version writes none, meaning
+# 1): they are refused, never taken for "another serializer" and overwritten by a re-run.
+RESULT_FORMAT = 1
+
+
 def decodable(field: object, serializer: Serializer | None) -> bool:
     """Whether a recorded result can be read back by a step with this serializer: JSON always, and
     what the step's own serializer wrote. A result written by another serializer runs the step again."""
     if not isinstance(field, dict):
         return False
+    version = field.get("v", 1)
+    if isinstance(version, int) and not isinstance(version, bool) and version > RESULT_FORMAT:
+        raise NewerFormatError(f"a recorded step result has format {version}, this resumable reads up to"
+                               f" {RESULT_FORMAT}: it was written by a newer resumable; upgrade to read it")
     codec = field.get("codec")
     return codec == "json" or (serializer is not None and codec == serializer.name)
 
