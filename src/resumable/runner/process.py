@@ -7,6 +7,8 @@ Hazards guarded against (seed weakness 3.6(1)):
   never a pipe, so nothing waits on EOF;
 - a reused pid, or any process a forged lock file names, must never be killed: a dead runner's
   leftovers are only signalled when they carry that runner's secret in their environment;
+- a log planted as a link would have a step's output overwrite its target: logs are opened
+  without following links, as regular files only;
 - PID 1 in containers may not reap orphans: zombies are not counted as live group members.
 """
 
@@ -18,6 +20,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
+from resumable import fsio
 from resumable.store.values import LeftoverGroup
 
 TOKEN_ENV = "RESUMABLE_RUNNER_TOKEN"
@@ -136,10 +139,20 @@ class StepProcess:
             self._pidfd = None
 
 
+def open_log(log_path: str) -> int:
+    """The step's log, truncated, as a descriptor. Never through a link, and only a regular file
+    (``fsio.open_regular``): truncating through a link planted at a log's name would destroy the
+    link's target, and a FIFO there would block the runner. The run's own log directory was
+    checked the same way (``RunHandle.log_dir``); a log path the user chose gets its missing
+    directories made."""
+    os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
+    return fsio.open_regular(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+
+
 def spawn(argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> StepHandle:
     """Start a step in its own session with stdout+stderr to ``log_path`` (truncated)."""
-    os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
-    with open(log_path, "wb") as log:
+    log = open_log(log_path)
+    try:
         popen = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -150,15 +163,36 @@ def spawn(argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> S
             start_new_session=True,
             close_fds=True,
         )
+    finally:
+        os.close(log)
     return StepProcess(popen)
 
 
-def _environ_has(pid: int, needle: bytes) -> bool:
+def carriers(secrets: Iterable[str]) -> dict[str, list[int]]:
+    """Live processes (never this one) carrying each secret as ``RESUMABLE_RUNNER_TOKEN`` in their
+    environment, from /proc/<pid>/environ, which only the same user (or root) can read."""
+    needles = {f"{TOKEN_ENV}={s}".encode(): s for s in secrets}
+    found: dict[str, list[int]] = {s: [] for s in needles.values()}
+    if not needles:
+        return found
+    me = os.getpid()
     try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return needle in f.read().split(b"\0")
+        names = os.listdir("/proc")
     except OSError:
-        return False
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                entries = f.read().split(b"\0")
+        except OSError:
+            continue  # gone, or another user's (then it cannot carry our secret)
+        for entry in entries:
+            secret = needles.get(entry)
+            if secret is not None and _alive(int(name)):
+                found[secret].append(int(name))
+    return found
 
 
 def reap(
@@ -167,40 +201,48 @@ def reap(
     grace: float = 2.0,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] | None = None,
+    stopped: list[int] | None = None,
 ) -> tuple[list[LeftoverGroup], list[int]]:
     """Stop what dead runners' steps left running: (groups proven gone, pids still alive).
 
-    A process is signalled only when it is in a recorded group and proven ours: it carries the
-    recording runner's secret in its environment (/proc/<pid>/environ, readable only by the same
-    user or root). A forged lock file can name any group and cannot make a process carry the
-    secret; a pid reused by another program does not carry it either. SIGTERM, up to ``grace``
-    seconds, then SIGKILL; a group is gone once no process of it carries the secret."""
+    A process is signalled only when it is proven ours: it carries the recording runner's secret in
+    its environment (/proc/<pid>/environ, readable only by the same user or root), wherever it is
+    (its step's group, a group it made for itself, a step started just before its runner died and
+    never tracked). A forged lock file can name any group and cannot make a process carry the
+    secret; a pid reused by another program does not carry it either. The recorded pgid and start
+    time are never trusted for a signal. SIGTERM, up to ``grace`` seconds, then SIGKILL; /proc is
+    searched again each round, so a process forked meanwhile is caught too. A group is gone once
+    no process carries its secret. ``stopped`` collects the pids signalled."""
     import time
 
     sleep = sleep or time.sleep
     clock = clock or time.monotonic
     groups = list(groups)
+    secrets = {g.secret for g in groups}
+    signalled: set[int] = set()
 
-    def ours(g: LeftoverGroup) -> list[int]:
-        needle = f"{TOKEN_ENV}={g.secret}".encode()
-        return [pid for pid in group_members(g.pgid) if _environ_has(pid, needle)]
+    def live() -> set[int]:
+        return {pid for pids in carriers(secrets).values() for pid in pids}
 
-    victims = {g: ours(g) for g in groups}
-    for pids in victims.values():
-        for pid in pids:
-            _kill_checked(pid, signal.SIGTERM)
-    deadline = clock() + grace
-    while clock() < deadline and any(_alive(p) for pids in victims.values() for p in pids):
-        sleep(0.02)
-    for pids in victims.values():
-        for pid in pids:
-            if _alive(pid):
-                _kill_checked(pid, signal.SIGKILL)
-    deadline = clock() + 5.0  # SIGKILL is not instant (a process in uninterruptible sleep)
-    while clock() < deadline and any(_alive(p) for pids in victims.values() for p in pids):
-        sleep(0.02)
-    gone = [g for g in groups if not ours(g)]
-    alive = sorted({p for g in groups if g not in gone for p in ours(g)})
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):  # SIGKILL is not instant
+        deadline = clock() + wait
+        sent: set[int] = set()
+        while True:
+            pids = live()
+            for pid in pids - sent if sig == signal.SIGTERM else pids:
+                _kill_checked(pid, sig)
+            sent |= pids
+            signalled |= pids
+            if not pids or clock() >= deadline:
+                break
+            sleep(0.05)
+        if not pids:
+            break
+    found = carriers(secrets)
+    gone = [g for g in groups if not found.get(g.secret)]
+    alive = sorted({p for pids in found.values() for p in pids})
+    if stopped is not None:
+        stopped.extend(sorted(signalled))
     return gone, alive
 
 

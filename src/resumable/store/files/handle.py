@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 
+from resumable import fsio
 from resumable.store.files import blobs, journal
-from resumable.store.files.layout import RunFiles, missing_run, no_parent
+from resumable.store.files.layout import RunFiles, missing_run, no_parent, translate
 from resumable.store.files.loader import read_journal
+from resumable.store.files.lock import runner_holder
 from resumable.store.files.writer import Writer
 from resumable.store.values import Record
 
@@ -53,6 +56,11 @@ class FileRunHandle:
     def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
         return self.writer.commit(events, lazy_view=lazy_view)
 
+    def runner_holder(self) -> dict[str, Any] | None:
+        """The live runner holding this run's lease, as its lease file describes it (pid, host,
+        startedAt, secret), or None when no runner holds the run."""
+        return runner_holder(self.files)
+
     def flush(self) -> None:
         self.writer.flush()
 
@@ -87,7 +95,25 @@ class FileRunHandle:
             time.sleep(min(left, 0.25))
 
     def log_dir(self) -> str:
-        return os.path.join(self.files.data_dir, "logs")
+        """``<run>/logs``, created if missing. Checked as a directory opened without following
+        links, holding no link or other non-regular file: a step's output truncates its log, and
+        a link planted there (at the directory, or at a log a step will write) would have it
+        overwrite the link's target instead. A link found is a one-line error, before any step."""
+        logs = os.path.join(self.files.data_dir, "logs")
+        try:
+            fd = fsio.open_dirs(self.files.dir, [os.path.basename(self.files.data_dir), "logs"], create=True)
+            try:
+                with os.scandir(fd) as entries:
+                    for e in entries:
+                        if e.is_symlink():
+                            raise OSError(errno.ELOOP, "is a symbolic link", os.path.join(logs, e.name))
+                        if not e.is_file(follow_symlinks=False) and not e.is_dir(follow_symlinks=False):
+                            raise fsio.not_regular(os.path.join(logs, e.name))
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise translate(exc, f"cannot write step logs: {exc.filename or logs}") from exc
+        return logs
 
     def put_blob(self, data: bytes) -> str:
         return blobs.put(self.files, data)
