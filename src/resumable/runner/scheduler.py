@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from resumable import fsio
 from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
 from resumable.runner.explain import Decision
@@ -403,7 +404,8 @@ class Scheduler:
 
 def _append_log(path: str, text: str) -> None:
     try:
-        with open(path, "a", encoding="utf-8") as f:
+        # Never through a planted link, never blocking on a FIFO (see process.open_log).
+        with os.fdopen(fsio.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8") as f:
             f.write(text)
     except OSError:
         pass
