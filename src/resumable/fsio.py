@@ -112,15 +112,17 @@ def _link_error(path: str, dir_fd: int | None = None) -> OSError | None:
     return None
 
 
-def open_regular(path: str, flags: int, mode: int = 0o644, *, dir_fd: int | None = None) -> int:
+def open_regular(path: str, flags: int, mode: int = 0o644, *, dir_fd: int | None = None,
+                 follow: bool = False) -> int:
     """Open a regular file without following a link at its last component and without blocking on
     a FIFO. Raises OSError: ELOOP for a link, EINVAL (``NOT_REGULAR``) for anything but a regular
     file. With ``dir_fd``, ``path`` is displayed in errors and its last component is opened in
-    that directory."""
+    that directory. ``follow`` lets a link lead to the file (a file the user named, such as a job
+    file, never one under a runs directory); what it leads to must still be a regular file."""
     if flags & (os.O_CREAT | os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC):
         _before("open", path)
     name = os.path.basename(path) if dir_fd is not None else path
-    want = flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    want = flags | (0 if follow else os.O_NOFOLLOW) | os.O_NONBLOCK | os.O_CLOEXEC
     # O_TRUNC waits for the type check: truncating a device or a FIFO is never right.
     try:
         fd = os.open(name, want & ~os.O_TRUNC, mode, dir_fd=dir_fd)
@@ -301,10 +303,10 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def read_bytes(path: str, offset: int = 0, *, dir_fd: int | None = None) -> bytes:
+def read_bytes(path: str, offset: int = 0, *, dir_fd: int | None = None, follow: bool = False) -> bytes:
     """Read a whole file from ``offset``; links (they could point outside the runs directory) and
     anything but a regular file (a FIFO would block) are refused (``open_regular``)."""
-    fd = open_regular(path, os.O_RDONLY, dir_fd=dir_fd)
+    fd = open_regular(path, os.O_RDONLY, dir_fd=dir_fd, follow=follow)
     try:
         if offset:
             os.lseek(fd, offset, os.SEEK_SET)

@@ -87,7 +87,11 @@ def parse_duration(value: object, where: str) -> float:
     if isinstance(value, bool):
         raise InvalidInputError(f"{where}: expected a duration like 90, \"90s\", \"10m\" or \"2h\"")
     if isinstance(value, (int, float)):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer beyond float range (`timeout = 999...9`)
+            raise InvalidInputError(f"{where}: duration must be a finite number >= 0, got a number of"
+                                    f" {len(str(abs(value)))} digits") from None
     elif isinstance(value, str) and (m := _DURATION_RE.match(value)):
         seconds = float(m.group(1)) * _UNITS[m.group(2)]
     else:
@@ -196,9 +200,12 @@ def _cwd(value: object, base: Path, where: str) -> str:
 def load_job_file(path: str | os.PathLike[str], name_override: str | None = None) -> Job:
     import tomllib
 
+    from resumable import fsio
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        # Never blocks on a FIFO, never reads a device: a regular file only (a link may lead to it).
+        text = fsio.read_bytes(str(p), follow=True).decode("utf-8")
     except FileNotFoundError:
         raise UsageError(
             f"no job file {str(p)!r}; write one (see examples/resumable.toml) or pass --step ID:COMMAND"
@@ -207,7 +214,7 @@ def load_job_file(path: str | os.PathLike[str], name_override: str | None = None
         raise InvalidInputError(f"{p}: cannot read job file: {exc}") from exc
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or an integer of more digits than Python converts
         raise InvalidInputError(f"{p}: not valid TOML: {exc}") from exc
     return job_from_mapping(data, p, text, name_override)
 
