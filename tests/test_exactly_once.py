@@ -277,6 +277,27 @@ def test_the_lease_holds_the_secret_only_while_held_and_only_for_the_owner(tmp_p
     again.release()
 
 
+def test_a_runner_refuses_a_run_whose_state_it_cannot_read(tmp_path: Path) -> None:
+    """A corrupt journal leaves which steps are done unknown: the runner stops with one line before
+    anything runs (it used to take the unreadable state for "nothing done" and run everything)."""
+    (tmp_path / ".resumable" / "runs").mkdir(parents=True)
+    (tmp_path / "resumable.toml").write_text('[job]\nname = "j"\n[steps.a]\nrun = "echo a >> trace"\n')
+    run = [sys.executable, "-m", "resumable", "run", "-q"]
+    assert subprocess.run(run, cwd=tmp_path, env=_env(), capture_output=True, timeout=60).returncode == 0
+    runs = tmp_path / ".resumable" / "runs"
+    (runs / "j.json").unlink()  # no view to fall back on: the journal alone holds the state
+    data = bytearray((runs / "j.journal.jsonl").read_bytes())
+    data[data.index(b"\n") + 30] ^= 0x01
+    (runs / "j.journal.jsonl").write_bytes(bytes(data))
+    before = tree(tmp_path)
+    p = subprocess.run(run, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "corrupt journal record" in p.stderr, p.stderr
+    assert (tmp_path / "trace").read_text() == "a\n"
+    after = tree(tmp_path)
+    assert {k: v for k, v in after.items() if not k.endswith(".runner.lock")} == {
+        k: v for k, v in before.items() if not k.endswith(".runner.lock")}
+
+
 # --- 2. the state follows the job file -----------------------------------------------------------
 
 

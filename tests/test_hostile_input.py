@@ -18,7 +18,7 @@ import pytest
 
 import resumable
 from corehelpers import tree
-from inproc import Called, call, clean_env
+from reliability.inproc import Called, call, clean_env
 from resumable.errors import CorruptRunError
 
 

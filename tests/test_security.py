@@ -20,7 +20,7 @@ import pytest
 
 import resumable
 from corehelpers import assert_error, cli, ok
-from inproc import Called, call, clean_env
+from reliability.inproc import Called, call, clean_env
 
 VICTIM = b"precious: must never change\n"
 
@@ -159,10 +159,12 @@ def test_a_planted_link_for_step_output_is_refused_before_any_step(tmp_path: Pat
         (runs / "j" / "logs").symlink_to(elsewhere)
     else:
         (runs / "j" / "logs" / "a.2.log").symlink_to(victim)
+    journal = (runs / "j.journal.jsonl").read_bytes()
     r = _run(proj, "--force")
     one_line(r, 1, "symbolic link", "resumable does not follow links")
     _untouched(victim)
     assert list(elsewhere.iterdir()) == []
+    assert (runs / "j.journal.jsonl").read_bytes() == journal  # refused before the runner wrote anything
 
 
 def test_a_step_log_is_never_opened_through_a_link(tmp_path: Path) -> None:
@@ -197,6 +199,18 @@ def test_a_planted_archive_link_keeps_runs_in_the_runs_directory(runs: Path, tmp
     (runs / "archive").unlink()
     (runs / "archive").write_text("not a directory")
     one_line(call(["gc", str(runs), "--keep-days", "0"]), 1, "not a directory")
+
+
+def test_a_planted_run_id_never_names_the_report_file(tmp_path: Path) -> None:
+    """A run document's id is data: "../../x" must not make `report` write outside its directory."""
+    work = tmp_path / "a" / "b" / "work"
+    work.mkdir(parents=True)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "x.json").write_text(json.dumps({"id": "../../escaped", "task": "t", "status": "running", "units": {}}))
+    r = call(["report", "x", "--dir", str(runs)], cwd=str(work))
+    assert r.code == 0 and r.out.decode().strip() == "x.report.html", r.err
+    assert (work / "x.report.html").exists() and not list(tmp_path.rglob("escaped*"))
 
 
 def test_blobs_are_never_written_through_a_link(runs: Path, tmp_path: Path) -> None:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 
-from resumable import fsio
 from resumable.store.files import blobs, journal
-from resumable.store.files.layout import RunFiles, missing_run, no_parent, translate
+from resumable.store.files.layout import RunFiles, check_log_dir, missing_run, no_parent
 from resumable.store.files.loader import read_journal
 from resumable.store.files.lock import runner_holder
 from resumable.store.files.writer import Writer
@@ -95,25 +93,8 @@ class FileRunHandle:
             time.sleep(min(left, 0.25))
 
     def log_dir(self) -> str:
-        """``<run>/logs``, created if missing. Checked as a directory opened without following
-        links, holding no link or other non-regular file: a step's output truncates its log, and
-        a link planted there (at the directory, or at a log a step will write) would have it
-        overwrite the link's target instead. A link found is a one-line error, before any step."""
-        logs = os.path.join(self.files.data_dir, "logs")
-        try:
-            fd = fsio.open_dirs(self.files.dir, [os.path.basename(self.files.data_dir), "logs"], create=True)
-            try:
-                with os.scandir(fd) as entries:
-                    for e in entries:
-                        if e.is_symlink():
-                            raise OSError(errno.ELOOP, "is a symbolic link", os.path.join(logs, e.name))
-                        if not e.is_file(follow_symlinks=False) and not e.is_dir(follow_symlinks=False):
-                            raise fsio.not_regular(os.path.join(logs, e.name))
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise translate(exc, f"cannot write step logs: {exc.filename or logs}") from exc
-        return logs
+        """``<run>/logs``, created if missing, checked for planted links (``layout.check_log_dir``)."""
+        return check_log_dir(self.files.dir, os.path.basename(self.files.data_dir), create=True)
 
     def put_blob(self, data: bytes) -> str:
         return blobs.put(self.files, data)

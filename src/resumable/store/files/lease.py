@@ -29,7 +29,7 @@ import stat
 from resumable import fsio
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError
-from resumable.store.files.layout import translate
+from resumable.store.files.layout import check_log_dir, translate
 from resumable.store.values import LeftoverGroup
 
 TYPE_CHECKING = False
@@ -163,6 +163,8 @@ class FileRunnerLease:
             if isinstance(dead, str) and dead:
                 inherited.append(whole_runner(dead))
             self._leftovers = list(dict.fromkeys(inherited))
+            # A link planted for the step logs is refused now, before this runner writes anything.
+            check_log_dir(directory, self.run_id, create=False)
             self.info = {
                 "v": FORMAT,
                 "pid": os.getpid(),
@@ -176,7 +178,7 @@ class FileRunnerLease:
             self._write(strict=True)
         except BaseException as exc:
             self.fd = None
-            os.close(fd)
+            os.close(fd)  # released as it was found: nothing of this runner was written yet
             if isinstance(exc, OSError):
                 raise translate(exc, f"cannot record this runner in {self.path}") from exc
             raise
