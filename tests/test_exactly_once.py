@@ -257,8 +257,11 @@ def test_leftovers_survive_a_runner_killed_while_rewriting_the_lease(tmp_path: P
         lease.release()
 
 
-def test_the_lease_holds_the_secret_only_while_held_and_only_for_the_owner(tmp_path: Path) -> None:
-    from resumable.store.files.lease import FileRunnerLease
+def test_the_lease_records_the_secret_first_and_hands_it_on(tmp_path: Path) -> None:
+    """The secret is in the file (readable by its owner only) from the moment the lease is held;
+    released, it becomes a leftover for the next runner to check, however the runner ended."""
+    from resumable.runner.process import reap
+    from resumable.store.files.lease import FileRunnerLease, whole_runner
 
     runs = tmp_path / "runs"
     runs.mkdir(mode=0o755)
@@ -272,9 +275,35 @@ def test_the_lease_holds_the_secret_only_while_held_and_only_for_the_owner(tmp_p
     lease.release()
     assert "secret" not in json.loads(path.read_text())
     again = FileRunnerLease(str(path), "j")
-    again.acquire()  # released cleanly: nothing of the first runner is a leftover
+    again.acquire()
+    assert again.leftovers() == [whole_runner(lease.secret)]
+    gone, alive = reap(again.leftovers(), grace=0.1)  # nothing carries it: proven gone at once
+    assert (gone, alive) == ([whole_runner(lease.secret)], [])
+    again.reaped(gone)
     assert again.leftovers() == []
     again.release()
+
+
+def test_a_retry_first_stops_what_the_failed_attempt_left_outside_its_group(tmp_path: Path) -> None:
+    """Attempt 1 fails, leaving a process in a session of its own (the group's termination misses
+    it); the runner's retry must not start while it lives."""
+    (tmp_path / ".resumable" / "runs").mkdir(parents=True)
+    (tmp_path / "step.py").write_text(STEP)
+    stray = (f"{sys.executable} -c \"import os, signal, time; os.setsid();"
+             " signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+             " open('stray.' + os.environ['RESUMABLE_ATTEMPT'], 'w').write(str(os.getpid())); time.sleep(120)\"")
+    command = f"if [ $RESUMABLE_ATTEMPT = 1 ]; then {stray} & sleep 0.3; exit 1; fi; echo $RESUMABLE_ATTEMPT > second"
+    (tmp_path / "resumable.toml").write_text(
+        f'[job]\nname = "j"\n[steps.s]\nrun = {json.dumps(command)}\nretries = 1\nbackoff = 0\n')
+    p = subprocess.run([sys.executable, "-m", "resumable", "run", "-q"], cwd=tmp_path, env=_env(), capture_output=True,
+                       text=True, timeout=60)
+    pid = int((tmp_path / "stray.1").read_text())
+    try:
+        assert p.returncode == 0, p.stderr
+        assert (tmp_path / "second").read_text() == "2\n"
+        assert not alive(pid)
+    finally:
+        _cleanup([pid])
 
 
 def test_a_runner_refuses_a_run_whose_state_it_cannot_read(tmp_path: Path) -> None:

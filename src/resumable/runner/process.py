@@ -150,7 +150,14 @@ def open_log(log_path: str) -> int:
 
 
 def spawn(argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> StepHandle:
-    """Start a step in its own session with stdout+stderr to ``log_path`` (truncated)."""
+    """Start a step in its own session with stdout+stderr to ``log_path`` (truncated). A step this
+    runner started before (a retry) first has its earlier attempts' strays stopped."""
+    key = (env.get(TOKEN_ENV), env.get("RESUMABLE_RUN"), env.get("RESUMABLE_STEP"))
+    if key[0] and key[1] is not None and key[2] is not None:
+        started = (key[0], key[1], key[2])
+        if started in _started:
+            stop_earlier_attempts(*started)
+        _started.add(started)
     log = open_log(log_path)
     try:
         popen = subprocess.Popen(
@@ -168,6 +175,24 @@ def spawn(argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> S
     return StepProcess(popen)
 
 
+def _environments() -> Iterable[tuple[int, set[bytes]]]:
+    """(pid, environment entries) of every process whose environment this one may read (the same
+    user's, or all for root), never this process."""
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                yield int(name), set(f.read().split(b"\0"))
+        except OSError:
+            continue  # gone, or another user's (then it cannot carry our secret)
+
+
 def carriers(secrets: Iterable[str]) -> dict[str, list[int]]:
     """Live processes (never this one) carrying each secret as ``RESUMABLE_RUNNER_TOKEN`` in their
     environment, from /proc/<pid>/environ, which only the same user (or root) can read."""
@@ -175,24 +200,34 @@ def carriers(secrets: Iterable[str]) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {s: [] for s in needles.values()}
     if not needles:
         return found
-    me = os.getpid()
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in names:
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                entries = f.read().split(b"\0")
-        except OSError:
-            continue  # gone, or another user's (then it cannot carry our secret)
-        for entry in entries:
-            secret = needles.get(entry)
-            if secret is not None and _alive(int(name)):
-                found[secret].append(int(name))
+    for pid, entries in _environments():
+        for needle in entries.intersection(needles):
+            if _alive(pid):
+                found[needles[needle]].append(pid)
     return found
+
+
+def _stop(find: Callable[[], set[int]], grace: float, sleep: Callable[[float], None],
+          clock: Callable[[], float]) -> tuple[set[int], set[int]]:
+    """SIGTERM to every process ``find`` returns, up to ``grace`` seconds, then SIGKILL, asking
+    ``find`` again each round (a process forked meanwhile is caught too); (signalled, alive)."""
+    signalled: set[int] = set()
+    pids: set[int] = set()
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):  # SIGKILL is not instant
+        deadline = clock() + wait
+        sent: set[int] = set()
+        while True:
+            pids = find()
+            for pid in pids - sent if sig == signal.SIGTERM else pids:
+                _kill_checked(pid, sig)
+            sent |= pids
+            signalled |= pids
+            if not pids or clock() >= deadline:
+                break
+            sleep(0.05)
+        if not pids:
+            break
+    return signalled, find()
 
 
 def reap(
@@ -203,47 +238,56 @@ def reap(
     clock: Callable[[], float] | None = None,
     stopped: list[int] | None = None,
 ) -> tuple[list[LeftoverGroup], list[int]]:
-    """Stop what dead runners' steps left running: (groups proven gone, pids still alive).
+    """Stop what earlier runners' steps left running: (groups proven gone, pids still alive).
 
     A process is signalled only when it is proven ours: it carries the recording runner's secret in
     its environment (/proc/<pid>/environ, readable only by the same user or root), wherever it is
     (its step's group, a group it made for itself, a step started just before its runner died and
     never tracked). A forged lock file can name any group and cannot make a process carry the
     secret; a pid reused by another program does not carry it either. The recorded pgid and start
-    time are never trusted for a signal. SIGTERM, up to ``grace`` seconds, then SIGKILL; /proc is
-    searched again each round, so a process forked meanwhile is caught too. A group is gone once
-    no process carries its secret. ``stopped`` collects the pids signalled."""
+    time are never trusted for a signal. SIGTERM, up to ``grace`` seconds, then SIGKILL. A group is
+    gone once no process carries its secret. ``stopped`` collects the pids signalled."""
     import time
 
-    sleep = sleep or time.sleep
-    clock = clock or time.monotonic
     groups = list(groups)
     secrets = {g.secret for g in groups}
-    signalled: set[int] = set()
 
     def live() -> set[int]:
         return {pid for pids in carriers(secrets).values() for pid in pids}
 
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):  # SIGKILL is not instant
-        deadline = clock() + wait
-        sent: set[int] = set()
-        while True:
-            pids = live()
-            for pid in pids - sent if sig == signal.SIGTERM else pids:
-                _kill_checked(pid, sig)
-            sent |= pids
-            signalled |= pids
-            if not pids or clock() >= deadline:
-                break
-            sleep(0.05)
-        if not pids:
-            break
+    signalled, _ = _stop(live, grace, sleep or time.sleep, clock or time.monotonic)
     found = carriers(secrets)
     gone = [g for g in groups if not found.get(g.secret)]
     alive = sorted({p for pids in found.values() for p in pids})
     if stopped is not None:
         stopped.extend(sorted(signalled))
     return gone, alive
+
+
+# Steps this process started, as (secret, run, step): a step started again by the same runner (a
+# retry) first has what its earlier attempt left outside its group stopped (see spawn).
+_started: set[tuple[str, str, str]] = set()
+
+
+def stop_earlier_attempts(secret: str, run: str, step: str, *, grace: float = 2.0) -> None:
+    """Stop processes of earlier attempts of ``step`` that this runner started and that left the
+    step's process group (so the group's termination missed them): every process carrying this
+    runner's secret and the step's run and id in its environment. OSError (EBUSY) when some
+    cannot be stopped: the attempt must not start while they live."""
+    import errno
+    import time
+
+    needles = {f"{TOKEN_ENV}={secret}".encode(), f"RESUMABLE_RUN={run}".encode(),
+               f"RESUMABLE_STEP={step}".encode()}
+
+    def live() -> set[int]:
+        return {pid for pid, entries in _environments() if needles <= entries and _alive(pid)}
+
+    if not live():
+        return
+    _signalled, alive = _stop(live, grace, time.sleep, time.monotonic)
+    if alive:
+        raise OSError(errno.EBUSY, f"processes of an earlier attempt are still alive (pids {sorted(alive)})")
 
 
 def _alive(pid: int) -> bool:

@@ -127,7 +127,8 @@ def reap_leftovers(lease: RunnerLease, warn: Any) -> None:
 
     The lease keeps the leftovers until ``reaped`` says they are gone, so a runner killed or
     interrupted (Ctrl-C) while it waits out the grace period leaves them to the next runner, and
-    nothing is started here before every one of them is proven gone."""
+    nothing is started here before every one of them is proven gone. Every earlier runner is among
+    them (whatever carries its secret), however it ended."""
     leftovers = lease.leftovers()
     if not leftovers:
         return
@@ -139,7 +140,7 @@ def reap_leftovers(lease: RunnerLease, warn: Any) -> None:
             f"processes a previous runner started are still alive and could not be stopped"
             f" (pids {', '.join(map(str, alive))}): stop them, then re-run")
     if warn is not None and stopped:
-        warn(f"stopped {len(stopped)} leftover process(es) of a runner that died"
+        warn(f"stopped {len(stopped)} leftover process(es) that an earlier runner's steps left running"
              f" (pids {', '.join(map(str, stopped[:10]))}{' …' if len(stopped) > 10 else ''})")
 
 

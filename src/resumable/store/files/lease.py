@@ -11,9 +11,10 @@ secret in its environment (``runner.process``); a forged file can name any pid a
 process carry a secret. What dead runners left is kept as ``leftovers`` and only shrinks as groups
 are proven gone, so a runner interrupted while reaping leaves the list for the next one.
 
-A runner's secret is in the file from the moment it holds the lease until it releases it; a
-secret still there when the next runner takes the lease is a runner that died, and everything
-carrying it is a leftover, including a step that was started but not yet tracked.
+A runner's secret is in the file from the moment it holds the lease, so whatever it starts is
+covered from the first instant, tracked or not; when it releases the lease (or dies), the secret
+becomes a leftover: the next runner makes sure nothing carrying it lives before it starts anything
+(a step's daemon, or the grandchild of an interrupted step, may have left the step's group).
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ def check_not_loose(directory: str) -> None:
 class FileRunnerLease:
     """The lease file's content, rewritten in place (one pwrite, never a rename: the flock is on the
     inode). A runner records its secret before it starts anything, so whatever it starts is
-    covered from the first instant: if it dies, the next runner finds the secret, not released,
-    and stops every process carrying it (``whole_runner``), tracked group or not."""
+    covered from the first instant: the next runner stops every process carrying it
+    (``whole_runner``), tracked group or not, before anything else."""
 
     def __init__(self, path: str, run_id: str) -> None:
         self.path = path
@@ -237,13 +238,13 @@ class FileRunnerLease:
 
     def release(self) -> None:
         if self.fd is not None:
-            if self._running:
-                # Steps still tracked (the runner is leaving through an error): nothing proves them
-                # gone, so they stay for the next runner, with everything carrying our secret.
-                self._leftovers = list(dict.fromkeys(
-                    [*self._leftovers, *self._running.values(), whole_runner(self._secret)]))
-                self._running.clear()
-            # Released: no secret left in the file, so the next runner has nothing of ours to stop.
+            # Nothing proves that no process of ours is left: steps still tracked (the runner is
+            # leaving through an error), or a process that left its step's group (a daemon, or
+            # the grandchild of an interrupted step). The next runner checks, before it starts
+            # anything, that nothing carrying our secret lives, stopping what does.
+            self._leftovers = list(dict.fromkeys(
+                [*self._leftovers, *self._running.values(), whole_runner(self._secret)]))
+            self._running.clear()
             self.info.pop("secret", None)
             self._write()
             os.close(self.fd)  # closing the last descriptor drops the flock
@@ -251,6 +252,6 @@ class FileRunnerLease:
 
 
 def whole_runner(secret: str) -> LeftoverGroup:
-    """Every process carrying a dead runner's secret, whatever its group (pgid 0): a step started
-    just before its runner died, not yet tracked, or a process that left its step's group."""
+    """Every process carrying an earlier runner's secret, whatever its group (pgid 0): a step
+    started just before its runner died, not yet tracked, or a process that left its step's group."""
     return LeftoverGroup(0, None, secret)
