@@ -138,6 +138,11 @@ def test_a_duration_that_overflows_on_the_command_line(tmp_path: Path, flag: str
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("days", [HUGE, "inf", "1e400", "nan", "-1"])
+def test_gc_keep_days_out_of_range(runs: Path, days: str) -> None:
+    one_line(call(["gc", str(runs), "--keep-days", days]), 1, "--keep-days")
+
+
 def test_names_longer_than_a_file_name_may_be(runs: Path, tmp_path: Path) -> None:
     long = "x" * 300
     one_line(call(["get", "r", "--dir", str(tmp_path / long)]), 1, "--dir", "255")

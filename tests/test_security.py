@@ -399,6 +399,10 @@ def test_a_fifo_at_a_lock_or_a_log_hangs_nothing(tmp_path: Path) -> None:
     os.mkfifo(runs / "r.lock")
     assert_error(cli("unit", "r", "a", "done", runs=runs, timeout=10), 1, "not a regular file")
     proj, pruns = _job(tmp_path)
+    os.mkfifo(proj / "fifo.toml")
+    p = subprocess.run([sys.executable, "-m", "resumable", "run", "fifo.toml"], cwd=proj, env=clean_env(),
+                       capture_output=True, text=True, timeout=20)
+    assert_error(p, 1, "not a regular file")
     os.mkfifo(pruns / "j.runner.lock")
     p = subprocess.run([sys.executable, "-m", "resumable", "run"], cwd=proj, env=clean_env(), capture_output=True,
                        text=True, timeout=20)

@@ -548,6 +548,6 @@ def r11_fuzz(base: Path, examples: int = 2000, real_processes: int = 150, derand
     codes = ", ".join(f"{n} x exit {c}" for c, n in sorted(tally.codes.items()))
     res.figure = (f"{tally.calls:,} CLI calls over every verb ({tally.calls - tally.subprocess_calls:,} in process,"
                   f" {tally.subprocess_calls:,} as real processes; {codes}) with hostile arguments and corrupted"
-                  f" run files: {len(tally.failures)} internal errors, multi-line errors, hangs, writes by"
-                  f" refused calls or through planted links [{time.monotonic() - started:.0f} s]")
+                  f" run files: {len(tally.failures)} with an internal error, a multi-line error, a hang, a change"
+                  f" on disk by a refused call or a write through a planted link ({time.monotonic() - started:.0f} s)")
     return res
