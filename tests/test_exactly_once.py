@@ -169,7 +169,7 @@ def test_the_issue_reproduction_sigkill_then_ctrl_c_while_reaping(tmp_path: Path
         assert r2.returncode == 130, err
         assert all(alive(p) for p in first) and len(_starts(tmp_path)) == 1
         r3 = _runner(job)
-        _wait(lambda: len(_starts(tmp_path)) + len(_log(tmp_path)) >= 2, what="attempt 2")
+        _wait(lambda: len(_log(tmp_path)) >= 2, what="attempt 2 (or an overlap)")
         _finish(tmp_path, r3)
         _no_overlap_and_nothing_left(tmp_path, 2)
         atts = read_doc(tmp_path / ".resumable" / "runs" / "j.json")["units"]["s"]["attempts"]
