@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -262,16 +263,23 @@ def test_the_lease_records_the_secret_first_and_hands_it_on(tmp_path: Path) -> N
     released, it becomes a leftover for the next runner to check, however the runner ended."""
     from resumable.runner.process import reap
     from resumable.store.files.lease import FileRunnerLease, whole_runner
+    from resumable.store.values import LeftoverGroup
 
     runs = tmp_path / "runs"
     runs.mkdir(mode=0o755)
     path = runs / "j.runner.lock"
     path.write_text("{}")
     path.chmod(0o644)
+    idle = FileRunnerLease(str(path), "j")
+    idle.acquire()
+    idle.release()  # started nothing (a --reset, a durable session): leaves nothing to check
     lease = FileRunnerLease(str(path), "j")
     lease.acquire()
+    assert lease.leftovers() == []
     assert json.loads(path.read_text())["secret"] == lease.secret
     assert path.stat().st_mode & 0o777 == 0o600
+    lease.track(LeftoverGroup(4_000_000, "1", lease.secret))  # a step ran, and ended
+    lease.untrack(4_000_000)
     lease.release()
     assert "secret" not in json.loads(path.read_text())
     again = FileRunnerLease(str(path), "j")
@@ -437,6 +445,32 @@ def test_the_runners_own_steps_may_write_their_run(tmp_path: Path) -> None:
     assert p.returncode == 0, (p.stdout, p.stderr)
     units = read_doc(runs / "j.json")["units"]
     assert units["extra"]["status"] == "done" and units["a"]["status"] == "done"
+
+
+def test_the_process_holding_the_lease_may_write_its_run(tmp_path: Path) -> None:
+    """A process that holds the run's lease itself (durable functions' session) is its owner."""
+    from resumable import store
+
+    runs = tmp_path / "runs"
+    runs.mkdir(mode=0o755)
+    run = resumable_open("r", runs)
+    run.init("t", units=["a"])
+    lease = store.open_backend(str(runs)).lease("r")
+    lease.acquire()
+    try:
+        run.unit("a", "done")
+        p = subprocess.run([sys.executable, "-m", "resumable", "unit", "r", "a", "failed", "--dir", str(runs)],
+                           env=_env(), capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and f"pid {os.getpid()}" in p.stderr
+    finally:
+        lease.release()
+    assert read_doc(runs / "r.json")["units"]["a"]["status"] == "done"
+
+
+def resumable_open(run_id: str, runs: Path) -> Any:
+    from resumable.api import open_run
+
+    return open_run(run_id, runs_dir=runs)
 
 
 def test_the_token_variable_is_the_runners() -> None:

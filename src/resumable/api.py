@@ -142,6 +142,8 @@ class Run:
         secret = holder.get("secret")
         if isinstance(secret, str) and secret and os.environ.get(RUNNER_TOKEN_ENV) == secret:
             return
+        if holder.get("pid") == os.getpid():
+            return  # this process holds the lease itself (durable functions' session)
         raise RefusedError(
             f"run {self.run_id!r} is being run by `resumable run` (pid {holder.get('pid', '?')} on"
             f" {holder.get('host', '?')}, started {holder.get('startedAt', '?')}): a {verb} written now"

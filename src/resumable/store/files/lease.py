@@ -121,6 +121,7 @@ class FileRunnerLease:
         self._running: dict[int, LeftoverGroup] = {}
         self._leftovers: list[LeftoverGroup] = []
         self._size = 0  # bytes in the file: a shorter rewrite pads to it (see _write)
+        self._tracked = False  # started a process group: it may leave processes behind
         self.info: dict[str, Any] = {}
 
     @property
@@ -207,6 +208,7 @@ class FileRunnerLease:
         self._write()
 
     def track(self, group: LeftoverGroup) -> None:
+        self._tracked = True
         self._running[group.pgid] = group
         self._write()
 
@@ -238,12 +240,13 @@ class FileRunnerLease:
 
     def release(self) -> None:
         if self.fd is not None:
-            # Nothing proves that no process of ours is left: steps still tracked (the runner is
-            # leaving through an error), or a process that left its step's group (a daemon, or
-            # the grandchild of an interrupted step). The next runner checks, before it starts
-            # anything, that nothing carrying our secret lives, stopping what does.
-            self._leftovers = list(dict.fromkeys(
-                [*self._leftovers, *self._running.values(), whole_runner(self._secret)]))
+            # Once a step was started, nothing proves that no process of ours is left: steps still
+            # tracked (the runner is leaving through an error), or a process that left its step's
+            # group (a daemon, or the grandchild of an interrupted step). The next runner checks,
+            # before it starts anything, that nothing carrying our secret lives, stopping what does.
+            # (A holder that started nothing, such as --reset, leaves nothing to check.)
+            ours = [whole_runner(self._secret)] if self._tracked or self._running else []
+            self._leftovers = list(dict.fromkeys([*self._leftovers, *self._running.values(), *ours]))
             self._running.clear()
             self.info.pop("secret", None)
             self._write()
