@@ -145,7 +145,7 @@ class Run:
         if holder.get("pid") == os.getpid():
             return  # this process holds the lease itself (durable functions' session)
         raise RefusedError(
-            f"run {self.run_id!r} is being run by `resumable run` (pid {holder.get('pid', '?')} on"
+            f"run {self.run_id!r} is held by a live runner (pid {holder.get('pid', '?')} on"
             f" {holder.get('host', '?')}, started {holder.get('startedAt', '?')}): a {verb} written now"
             " would be overwritten by the runner; wait for it to finish or stop it (Ctrl-C / kill"
             " that pid)")
