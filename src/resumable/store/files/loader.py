@@ -187,8 +187,11 @@ def load(files: RunFiles) -> Loaded:
 
 
 # Bytes read before a snapshot's marker offset, to check the record that ends there (a record is
-# typically a few hundred bytes; a longer one is read further back).
+# typically a few hundred bytes); a longer one is read further back, up to _LAST_RECORD_MAX, past
+# which (a base record holding a whole large document) only its end is checked, so that a load
+# stays O(1) in the run's size.
 _LAST_RECORD_WINDOW = 4096
+_LAST_RECORD_MAX = 1 << 20
 
 
 def _check_last_record(files: RunFiles, marker: snapshot.Marker, head: int,
@@ -203,6 +206,11 @@ def _check_last_record(files: RunFiles, marker: snapshot.Marker, head: int,
         start = data.rfind(b"\n", 0, end - 1) + 1
         if start > 0 or head == 0:
             break
+        if end > _LAST_RECORD_MAX:
+            # Too long to check whole on every load: its end, at least, must be a record's end.
+            if not data[:end - 1].endswith(b"}"):
+                raise _lost(files, marker, f"byte {marker.offset - 2} does not end a record")
+            return head, data
         new_head = max(head - max(len(data), _LAST_RECORD_WINDOW), 0)
         data = read_journal_range(files.journal, new_head, head - new_head) + data
         end += head - new_head
