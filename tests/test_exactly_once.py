@@ -242,7 +242,7 @@ def test_leftovers_survive_a_runner_killed_while_rewriting_the_lease(tmp_path: P
         try:
             lease = FileRunnerLease(str(path), "j")
             lease.acquire()
-            os.ftruncate = lambda fd, n: os.kill(os.getpid(), signal.SIGKILL)  # type: ignore[assignment]
+            os.ftruncate = lambda fd, n: os.kill(os.getpid(), signal.SIGKILL)
             lease.reaped([LeftoverGroup(1000, "1", "secret-00" * 4)])
         finally:
             os._exit(70)
