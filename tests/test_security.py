@@ -8,12 +8,15 @@ other users may write to is refused by the runner; ``report -o`` writes only a r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,21 @@ from corehelpers import assert_error, cli, ok
 from reliability.inproc import Called, call, clean_env
 
 VICTIM = b"precious: must never change\n"
+
+
+@contextlib.contextmanager
+def deadline(seconds: float = 10) -> Iterator[None]:
+    """Fail instead of hanging: an open() that blocks on a FIFO is ended by SIGALRM."""
+    def alarm(signum: int, frame: object) -> None:
+        raise TimeoutError(f"blocked for {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _victim(tmp_path: Path) -> Path:
@@ -108,7 +126,8 @@ def test_a_planted_temp_file_is_never_written_through(runs: Path, tmp_path: Path
             os.mkfifo(tmp)
         else:
             tmp.symlink_to(victim)
-        run.unit("a", "in_progress")
+        with deadline():
+            run.unit("a", "in_progress")
         assert not tmp.exists() and not tmp.is_symlink()
         _untouched(victim)
     assert resumable.read_doc(runs / "r.json")["units"]["a"]["status"] == "in_progress"
@@ -183,7 +202,7 @@ def test_a_step_log_is_never_opened_through_a_link(tmp_path: Path) -> None:
     _untouched(victim)
     fifo = tmp_path / "fifo.log"
     os.mkfifo(fifo)
-    with pytest.raises(OSError, match="not a regular file"):
+    with deadline(), pytest.raises(OSError, match="not a regular file"):
         open_log(str(fifo))  # never blocks waiting for a reader
 
 
@@ -350,7 +369,8 @@ def test_report_o_writes_only_a_regular_file(runs: Path, tmp_path: Path) -> None
     assert not (tmp_path / "no").exists()
     fifo = tmp_path / "fifo.html"
     os.mkfifo(fifo)
-    one_line(_report(runs, "-o", str(fifo)), 1, "not a regular file")
+    with deadline():
+        one_line(_report(runs, "-o", str(fifo)), 1, "not a regular file")
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
     r = _report(runs, "-o", "-")
     assert r.code == 0 and r.out.startswith(b"<!doctype html>") and r.err == ""
