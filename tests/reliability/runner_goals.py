@@ -251,6 +251,13 @@ def _attempts(log: Path) -> list[list[int]]:
     return [[int(p) for p in line.split()[1:]] for line in text.splitlines() if line.startswith("start")]
 
 
+def _interruptible() -> None:
+    """In the runner's child, before exec: SIGINT back to its default. A program started with
+    SIGINT ignored (a background job of a script, `nohup ... &`) keeps ignoring it, so Ctrl-C
+    would not reach a runner started by a proof run that was itself started that way."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def r10_kill_loop(base: Path, rounds: int = 100, seed: int = 10, timing: bool = False) -> Result:
     """Runners killed at random points, again and again, on one run: mid-step (SIGKILL: the step and
     its grandchild, which left the step's group, outlive the runner), while reaping what an earlier
@@ -270,7 +277,8 @@ def r10_kill_loop(base: Path, rounds: int = 100, seed: int = 10, timing: bool = 
     leftover = False  # a SIGKILLed runner left its step running
     for i in range(rounds):
         n_before = len(_attempts(log))
-        runner = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        runner = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  preexec_fn=_interruptible)
 
         def holds(runner: subprocess.Popen[str] = runner) -> bool:
             return _lease_held(state, "j") or runner.poll() is not None
