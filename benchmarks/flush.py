@@ -1,11 +1,13 @@
-"""What one journal write costs, by how it meets the disk (the two design choices behind P4).
+"""What one journal write costs, by how it meets the disk.
 
     python -m benchmarks.flush [--dir DIR] [--allow-tmpfs] [--samples N]
 
 Prints, measured in one run on the same disk, the median of write(100 bytes) + fdatasync for:
 
-- append: the file grows with every write (the fdatasync must also commit the new size);
-- over padding: the write lands on zero bytes written and fsynced ahead (what the journal does);
+- append: the file grows with every write (the fdatasync must also commit the new size); what the
+  journal does, so that it stays a plain JSON Lines file that `tail -f` and `jq` follow;
+- over padding: the write lands on zero bytes written and fsynced ahead (what resumable 0.1.0 did,
+  given up for a plain file: the price of that choice);
 - over padding after stat(): the same, with the file's timestamps asked for before each write,
   which on Linux 6.13+ (multigrain timestamps) makes the write stamp a fine-grained mtime and the
   fdatasync commit the filesystem journal after all (why writers never stat() the journal).

@@ -6,3 +6,4 @@ from hypothesis import settings
 # behaviour, never speed (speed is measured by benchmarks/, as ratios, never asserted here).
 settings.register_profile("resumable", deadline=None)
 settings.load_profile("resumable")
+

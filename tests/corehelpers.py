@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from resumable.store.files import journal
 
 BIN = Path(sys.executable).parent
@@ -84,3 +86,13 @@ def lock_of(run: Any) -> Path:
 def data_dir_of(run: Any) -> Path:
     path: Path = run.path
     return path.with_name(path.name[: -len(".json")])
+
+
+def needs(program: str, why: str) -> pytest.MarkDecorator:
+    """Skip a test when ``program`` is missing, with one line saying why; under CI (``CI=true``) a
+    missing program is a failure instead: CI installs every real tool the suite drives."""
+    import os
+    import shutil
+
+    missing = shutil.which(program) is None and not os.access(program, os.X_OK)
+    return pytest.mark.skipif(missing and os.environ.get("CI") != "true", reason=f"{program} is not installed: {why}")

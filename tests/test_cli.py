@@ -212,7 +212,8 @@ def test_unit_transitions_and_refusals(runs: Path) -> None:
     ("args", "message"),
     [
         (["a"], "unit requires <unit-id> <pending|in_progress|done|blocked|dep_blocked"),
-        (["a", "finished"], "unit requires <unit-id>"),
+        (["a", "finished"], "unknown unit state 'finished'; the states are pending, in_progress, done,"
+                            " blocked, dep_blocked, failed, timeout, interrupted"),
         (["a", "done", "--note"], "option --note is missing its value"),
         (["a", "done", "--note", "--deps", "x"], "option --note is missing its value"),
         (["a", "done", "--deps"], "option --deps is missing its value"),
@@ -240,7 +241,8 @@ def test_phase(runs: Path) -> None:
     ok(r(runs, "phase", "r", "build", "done"))
     doc = json.loads(ok(r(runs, "get", "r")))
     assert doc["currentPhase"] == "build" and doc["phases"]["build"]["status"] == "done"
-    assert_error(r(runs, "phase", "r", "build", "finished"), 1, "phase requires <phase> <pending|running|done")
+    assert_error(r(runs, "phase", "r", "build", "finished"), 1,
+                 "unknown phase state 'finished'; the states are pending, running, done, blocked, skipped")
     assert_error(r(runs, "phase", "r", "build"), 1, "phase requires")
 
 

@@ -66,16 +66,17 @@ def test_resumable_launch_with_bad_argv_is_not_runnable(argv: Any) -> None:
     assert "shell" not in desc and "argv" not in desc
 
 
-def test_codex_cli_shape_uses_the_persisted_script_path() -> None:
+def test_codex_cli_shape_is_exactly_the_seeds_command() -> None:
+    """What the seed's users run: `node pipeline.mjs resume --run <id>` (from the pipeline's
+    directory), whatever the persisted scriptPath says."""
     launch = {"scriptPath": "tools/autonomous-pipeline/scripts/pipeline.mjs",
               "args": {"command": "resume", "run": "run-a"}}
     desc = recipe.classify(doc_with(launch), FILE)
     assert set(desc) == {"runnable", "kind", "run", "command", "argv", "shell", "resumeSet"}
     assert desc["runnable"] is True and desc["kind"] == "codex-cli"
     assert desc["command"] == "node"
-    assert desc["argv"] == ["tools/autonomous-pipeline/scripts/pipeline.mjs", "resume", "--run",
-                            "run-a"]
-    assert desc["shell"] == "node tools/autonomous-pipeline/scripts/pipeline.mjs resume --run run-a"
+    assert desc["argv"] == ["pipeline.mjs", "resume", "--run", "run-a"]
+    assert desc["shell"] == "node pipeline.mjs resume --run run-a"
 
 
 def test_codex_descriptor_for_another_run_is_not_runnable() -> None:
@@ -101,20 +102,22 @@ def test_codex_descriptor_with_unsafe_id_is_not_runnable() -> None:
         {"scriptPath": "anything.sh"},
     ],
 )
-def test_legacy_workflow_shape_pins_status_file(launch: dict[str, Any]) -> None:
+def test_legacy_workflow_descriptor_is_passed_through_and_the_text_pins_status_file(
+        launch: dict[str, Any]) -> None:
     desc = recipe.classify(doc_with(launch), FILE)
     assert set(desc) == {"runnable", "kind", "migrationOnly", "reason", "legacyLaunch",
                          "resumeSet"}
     assert desc["runnable"] is False and desc["kind"] == "legacy-workflow"
     assert desc["migrationOnly"] is True
-    assert desc["legacyLaunch"]["scriptPath"] == launch["scriptPath"]
-    assert desc["legacyLaunch"]["args"]["statusFile"] == FILE
+    assert desc["legacyLaunch"] == launch  # --json: the descriptor unchanged, as the seed
+    text = "\n".join(recipe.render_text(desc, doc_with(launch), FILE))
+    assert f'"statusFile": "{FILE}"' in text  # the text shows it pinned, as the seed
 
 
 def test_legacy_workflow_keeps_an_explicit_status_file() -> None:
-    desc = recipe.classify(doc_with({"scriptPath": "w.js", "args": {"statusFile": "/s.json"}}),
-                           FILE)
-    assert desc["legacyLaunch"]["args"]["statusFile"] == "/s.json"
+    launch = {"scriptPath": "w.js", "args": {"statusFile": "/s.json"}}
+    desc = recipe.classify(doc_with(launch), FILE)
+    assert '"statusFile": "/s.json"' in "\n".join(recipe.render_text(desc, doc_with(launch), FILE))
 
 
 @pytest.mark.parametrize(

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from corehelpers import needs
 from resumable.cli.report import report_command
 from resumable.view import report
 from resumable.view.report import build_html, timeline
@@ -159,9 +159,8 @@ def _chart_attrs(dom: str) -> dict[str, str]:
     return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', m.group(1)))
 
 
-needs_chromium = pytest.mark.skipif(
-    not (os.access(CHROMIUM, os.X_OK) or shutil.which("chromium")),
-    reason="chromium is not installed (.ci/run installs it with apt-get install -y chromium)",
+needs_chromium = needs(
+    "chromium", ".ci/run installs it with apt-get install -y chromium"
 )
 
 
@@ -198,3 +197,56 @@ def test_readme_screenshot_exists() -> None:
     png = Path(__file__).resolve().parent.parent / "docs" / "report.png"
     assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+
+
+@needs_chromium
+def test_browser_shows_every_bar_of_fast_steps_and_retries(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real job of steps that take milliseconds, one retried twice, one failing after its retry:
+    every attempt is a visible bar inside its track, none clipped at the run's last moment, the
+    attempts keep their milliseconds and the axis fits the data."""
+    from resumable import read_doc, run_job
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RESUMABLE_DIR", str(tmp_path / "runs"))
+    steps = "".join(f'[steps.fast{i}]\nrun = "true"\n' for i in range(12))
+    steps += ('[steps.flaky]\nrun = "test -f m2 || {{ test -f m1 && touch m2 || touch m1; exit 1; }}"\n'
+              'retries = 2\nbackoff = "20ms"\n'
+              '[steps.broken]\nrun = "exit 3"\nretries = 1\nbackoff = "10ms"\n'
+              '[steps.last]\nrun = "true"\nneeds = ["flaky"]\n').replace("{{", "{").replace("}}", "}")
+    (tmp_path / "fast.toml").write_text(steps)
+    assert run_job("fast.toml", jobs=2, keep_going=True, quiet=True) == 1
+    doc = read_doc(tmp_path / "runs" / "fast.json")
+    n = attempt_count(doc)
+    assert n == 12 + 3 + 2 + 1
+    starts = [a["startedAt"] for u in doc["units"].values() for a in u["attempts"]]
+    assert all(re.fullmatch(r".*T\d\d:\d\d:\d\d\.\d{3}Z", s) for s in starts)  # milliseconds kept
+    tl = timeline(doc)
+    assert tl["span"] < 10 and max(b[2] for b in tl["bars"]) == pytest.approx(tl["span"], abs=0.001)
+    dom = _dump_dom(tmp_path, build_html(doc))
+    attrs = _chart_attrs(dom)
+    assert attrs["bars"] == attrs["laid-out-bars"] == attrs["rendered-bars"] == str(n)
+    assert attrs["visible-bars"] == str(n)
+    assert 3 <= int(attrs["ticks"]) <= 8
+    axis = re.search(r'<div class="axis" id="axis">(.*?)</div>', dom)
+    assert axis is not None
+    ticks = re.findall(r'<span class="tick"[^>]*>\+([^<]*)</span>', axis.group(1))
+    assert ticks[0] == "0s" and all(t.endswith("s") for t in ticks)
+    page = dom.split('<script id="data"')[0]  # the drawn elements, not the code that draws them
+    titles = re.findall(r'<div class="bar[^"]*"[^>]*title="([^"]*)"', page)
+    assert len(titles) == n
+    assert all(re.search(r"\d\d:\d\d:\d\d\.\d{3} → \d\d:\d\d:\d\d\.\d{3} UTC", t) for t in titles)
+    assert all(re.search(r"duration (\d+ms|\d+\.\ds)", t) for t in titles)
+
+
+@needs_chromium
+def test_browser_keeps_a_bar_in_the_last_moment_inside_the_track(tmp_path: Path) -> None:
+    doc = sample_run()
+    # An attempt that starts and ends in the run's very last millisecond.
+    last = max(a["finishedAt"] for u in doc["units"].values() for a in u.get("attempts", [])
+               if a.get("finishedAt"))
+    doc["units"]["late"] = unit("done", attempts=[{"n": 1, "status": "done", "startedAt": last,
+                                                    "finishedAt": last, "exitCode": 0}])
+    n = attempt_count(doc)
+    attrs = _chart_attrs(_dump_dom(tmp_path, build_html(doc, now=T0 + 3600)))
+    assert attrs["rendered-bars"] == attrs["visible-bars"] == str(n)

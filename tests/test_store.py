@@ -7,7 +7,6 @@ import copy
 import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -20,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import resumable
-from corehelpers import data_dir_of, journal_of, journal_records, records, snapshot_file, tree
+from corehelpers import data_dir_of, journal_of, journal_records, needs, records, snapshot_file, tree
 from resumable.errors import CorruptRunError, NewerFormatError, NoRunError, RefusedError
 from resumable.store.files import journal, refresh
 
@@ -193,7 +192,7 @@ def test_external_edit_is_adopted_never_overwritten(runs: Path, keep_writer: boo
         resumable.open_run("r", runs_dir=runs).unit("u1", "pending")
 
 
-@pytest.mark.skipif(shutil.which("jq") is None, reason="jq not installed")
+@needs("jq", "apt-get install -y jq")
 @pytest.mark.parametrize(
     "program",
     ['.units.u1.note = "by jq"', '.foo = "by jq"', '.units.u1.note = "by jq" | .foo = "by jq"', "."],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -23,7 +22,7 @@ def test_default_view_sections_in_seed_order() -> None:
     out = text(rich_doc(), here="/elsewhere")
     order = ["● RUNNING  build the thing", "started 2026-11-29T08:00:00Z",
              "updated 2026-11-29T08:10:00Z", "file     /runs/x.json", "phases", "units",
-             "needs attention", "↺ merge-1", "open     3", "final", "resume:"]
+             "needs attention", "↺ merge-1", "open     3", "validation", "resume:"]
     positions = [out.index(s) for s in order]
     assert positions == sorted(positions)
 
@@ -57,7 +56,8 @@ def test_attention_details_note_attempts_exit_duration_log() -> None:
 
 
 def test_reconciled_from_trailer_line() -> None:
-    assert "↺ merge-1  reconciled from commit trailer abc123def" in text(rich_doc())
+    # The seed's note, verbatim (scripts grep for it).
+    assert "↺ merge-1  reconciled-from-trailer:abc123def" in text(rich_doc())
 
 
 def test_findings_first_ten_then_count_and_resolved() -> None:
@@ -71,9 +71,9 @@ def test_findings_first_ten_then_count_and_resolved() -> None:
 def test_validation_and_result() -> None:
     out = text(base_doc(finalValidation={"status": "green", "at": ts(9), "note": "all ok"},
                         result={"shipped": True}))
-    assert "✓ green  at 2026-11-29T08:00:09Z  — all ok" in out
+    assert "validation green ✓  at 2026-11-29T08:00:09Z  — all ok" in out
     assert 'result   {"shipped": true}' in out
-    assert "— not recorded (required)" in text(base_doc(requireValidation=True))
+    assert "validation not recorded (required)" in text(base_doc(requireValidation=True))
 
 
 @pytest.mark.parametrize(
@@ -161,12 +161,10 @@ def test_eta_only_while_live_and_after_progress() -> None:
     assert "ETA" not in text(doc)
 
 
-def test_hundred_thousand_units_short_and_fast() -> None:
+def test_hundred_thousand_units_stay_short() -> None:
+    """Counts are aggregated and detail lines capped (its speed is measured by benchmarks/)."""
     doc = big_doc(100_000)
-    t = time.perf_counter()
     lines = view.render_status(doc, file="/runs/big.json", now=NOW)
-    elapsed = time.perf_counter() - t
-    assert elapsed < 0.5, elapsed
     assert len(lines) < 40
     out = "\n".join(view.plain(x) for x in lines)
     assert "80000/100000 done (80%)" in out

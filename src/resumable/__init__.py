@@ -13,7 +13,7 @@ starts fast.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _EXPORTS = {
     "Run": "resumable.api",

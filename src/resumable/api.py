@@ -24,13 +24,21 @@ from resumable.errors import InvalidInputError, NoRunError, RefusedError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
     from types import TracebackType
-    from typing import Any
+    from typing import Any, ParamSpec, TypeVar, overload
 
+    from resumable.durable.attempts import StepFailed
+    from resumable.durable.codec import Serializer
     from resumable.runner.options import RunOptions
     from resumable.store.backend import Backend, RunHandle
+
+    P = ParamSpec("P")
+    R = TypeVar("R")
+else:
+    def overload(fn):  # typing is not imported at run time (start-up cost); the last definition wins
+        return fn
 
 __all__ = ["Run", "find_runs_dir", "gc", "open_run", "read_doc", "run_job"]
 
@@ -226,6 +234,105 @@ class Run:
         self._refuse_under_a_runner("finalize")
         self._commit(event)
 
+    def reconcile(
+        self,
+        repo: str | os.PathLike[str] = ".",
+        ref: str | None = None,
+        *,
+        units: Sequence[str] | None = None,
+        all_units: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Trust git over the checkpoint (the seed pipeline's Task-Id reconciliation): every selected
+        unit (default all) whose ``Task-Id:`` trailer is on a commit reachable from ``ref`` (default
+        the run's ``pipeline.integrationRef``, else HEAD) becomes done with the note
+        ``reconciled-from-trailer:<sha>``; a done unit with no such commit gets an open blocker
+        ``stale-done:<id>`` (it stays done: a done unit is never demoted). Commits whose ``Run-Id:``
+        names another run are ignored. Returns ``{integrated, reconciled, staleDone, runnable}``
+        plus ``warnings``; all writes are one atomic commit."""
+        from resumable.git.reconcile import reconcile
+
+        doc = self.handle.read()
+        if ref is None:
+            pipeline = doc.get("pipeline")
+            given = pipeline.get("integrationRef") if isinstance(pipeline, dict) else None
+            ref = given if isinstance(given, str) and given.strip() else "HEAD"
+        run_id = doc.get("id") if isinstance(doc.get("id"), str) else None
+        plan = reconcile(doc, repo, ref, units, all_units=all_units, run_id=run_id)
+        events = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
+                  for kind, uid, payload in plan.writes]
+        if events and not dry_run:
+            self.handle.commit(events)
+        return {**plan.summary(), "warnings": list(plan.warnings)}
+
+    # -- durable steps (resumable.durable) --
+    @overload
+    def step(self, fn: Callable[P, R], /, *, name: str | None = None, key: Callable[..., object] | None = None,
+             version: str | int | None = None, serializer: str | Serializer = "json", retries: int = 0,
+             backoff: float = 1.0, retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+             retry_failed: bool = True) -> Callable[P, R]: ...
+
+    @overload
+    def step(self, fn: None = None, /, *, name: str | None = None,  # noqa: F811
+             key: Callable[..., object] | None = None,
+             version: str | int | None = None, serializer: str | Serializer = "json", retries: int = 0,
+             backoff: float = 1.0, retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+             retry_failed: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+    def step(self, fn: Any = None, /, *, name: str | None = None, key: Any = None,  # noqa: F811
+             version: Any = None,
+             serializer: Any = "json", retries: int = 0, backoff: float = 1.0, retry_on: Any = Exception,
+             retry_failed: bool = True) -> Any:
+        """Decorate a function (``def`` or ``async def``) so that each call is a unit of this run,
+        executed once and then answered from the record: ``@run.step`` or ``@run.step(...)``.
+
+        ``key``: a function of the call's arguments giving its key (a str or int is used as it is,
+        anything else is hashed); by default a hash of the arguments' canonical JSON (arguments
+        without one are refused: pass ``key=``). ``version``: change it to stop reusing results
+        recorded with another version (changing the code alone does not). ``serializer``: "json"
+        (default), "pickle" (trusted runs directories only) or an object with name, dumps, loads.
+        ``retries``/``backoff``/``retry_on``: attempts after an exception, waiting backoff * 2^(k-1).
+        ``retry_failed=False``: a failure recorded by an earlier run is raised (StepFailed) instead
+        of running the step again. ``name``: the units' id prefix (default: the function's name)."""
+        from resumable.durable.opening import engine_of
+        from resumable.durable.steps import decorate
+
+        return decorate(engine_of(self), fn, name=name, key=key, version=version, serializer=serializer,
+                        retries=retries, backoff=backoff, retry_on=retry_on, retry_failed=retry_failed)
+
+    def map(self, step: Callable[..., R], *iterables: Iterable[Any], jobs: int | None = None,
+            executor: str = "thread", progress: bool | None = None, on_error: str = "return"
+            ) -> list[R | StepFailed]:
+        """``step`` (a step of this run, or a plain function, made one) over the items, on ``jobs``
+        threads (default 8) or processes (``executor="process"``); each item is recorded as it
+        ends. Returns the results in order; a failed item's place holds a ``StepFailed``
+        (``on_error="raise"`` raises the first). ``progress``: a bar on stderr (default: on a
+        terminal)."""
+        from resumable.durable.opening import engine_of
+        from resumable.durable.pool import run_map
+        from resumable.durable.steps import decorate, step_of
+
+        wrapper = step if step_of(step) is not None else decorate(engine_of(self), step)
+        found = step_of(wrapper)
+        assert found is not None
+        out: list[R | StepFailed] = run_map(found, wrapper, iterables, jobs=jobs, executor=executor,
+                                            progress=progress, on_error=on_error)
+        return out
+
+    def finish(self, result: str | None = None) -> str:
+        """Finalize ``done`` if every unit is done, else ``needs_attention`` with a finding per step
+        that is not; returns the status. Hands back the lease the steps took."""
+        from resumable.durable.finish import finish
+        from resumable.durable.opening import engine_of
+
+        return finish(engine_of(self), result)
+
+    def rerun(self, unit_ids: Sequence[str], reason: str | None = None) -> list[str]:
+        """Mark units (done or not) to run again, with an invalidation record: ``resumable rerun``."""
+        from resumable.durable.finish import rerun
+
+        return rerun(self.handle, unit_ids, reason)
+
     # -- lifetime --
     def flush(self) -> None:
         """Bring the snapshot file up to date (large runs refresh it on a budget)."""
@@ -247,16 +354,25 @@ class Run:
 
 
 def open_run(
-    run: str | os.PathLike[str], *, runs_dir: str | os.PathLike[str] | None = None, store_url: str | None = None
+    run: str | os.PathLike[str], *, runs_dir: str | os.PathLike[str] | None = None, store_url: str | None = None,
+    task: str | None = None,
 ) -> Run:
-    """A run by id, or by the path of its ``.json`` status file. Opening does not touch the store;
-    the first write of ``init`` creates the run. ``store_url`` (or ``RESUMABLE_STORE``) selects a
-    PostgreSQL store instead of the runs directory."""
+    """A run by id, or by the path of its ``.json`` status file. Without ``task``, opening does not
+    touch the store; the first write of ``init`` creates the run. With ``task`` (for durable steps),
+    the run is created when missing (or aborted), and resumed otherwise, a done one included (see
+    ``resumable.durable.opening``). ``store_url`` (or ``RESUMABLE_STORE``) selects a PostgreSQL
+    store instead of the runs directory."""
     text = os.fspath(run)
     if text.endswith(".json"):
-        return Run(store.open_path(text), by_path=True)
-    backend = store.open_backend(runs_dir, url=store_url)
-    return Run(backend.open(text), backend)
+        opened = Run(store.open_path(text), by_path=True)
+    else:
+        backend = store.open_backend(runs_dir, url=store_url)
+        opened = Run(backend.open(text), backend)
+    if task is not None:
+        from resumable.durable.opening import open_with_task
+
+        open_with_task(opened, task)
+    return opened
 
 
 def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -126,3 +126,34 @@ def test_explain_and_dry_run_list_reasons(work: Path) -> None:
     assert run_cli(["--explain", "b", "--force"]).output == "run   b: forced\n"
     r = run_cli(["--explain", "zz"])
     assert r.exit_code == 1 and "no step 'zz'" in r.output
+
+
+def test_every_job_file_problem_on_its_own_line(work: Path) -> None:
+    write(work / "resumable.toml", '[steps.a]\nrun = "true"\nneeds = ["nope"]\n[steps.b]\nrun = 5\n')
+    r = run_cli([])
+    assert r.exit_code == 1
+    lines = r.stderr.splitlines()
+    assert lines == [
+        "resumable: resumable.toml:3: [steps.a] needs: unknown step 'nope' in needs",
+        "resumable: resumable.toml:5: [steps.b] run: expected a command string or a non-empty list of strings",
+        "resumable: resumable.toml: 2 problems in the job file; fix them and run again",
+    ]
+    assert not (work / "runs").exists()  # nothing written
+
+
+def test_job_name_defaults_to_the_directory_and_k_keeps_going(work: Path) -> None:
+    write(work / "resumable.toml", '[steps.bad]\nrun = "exit 3"\n[steps.other]\nrun = "true"\n')
+    r = run_cli(["-k"])
+    assert r.exit_code == 1
+    assert status_of(work, work.name) == {"bad": "failed", "other": "done"}
+
+
+def test_dry_run_escapes_file_names_in_reasons(work: Path) -> None:
+    write(work / "in\x1b[2Jput", "1")
+    write(work / "resumable.toml", '[steps.a]\nrun = "true"\ninputs = ["in\\u001b[2Jput"]\n')
+    assert run_cli([]).exit_code == 0
+    write(work / "in\x1b[2Jput", "2")
+    r = run_cli(["--dry-run"])
+    assert r.exit_code == 0 and "\x1b" not in r.output
+    assert r.output.splitlines() == ["run   a: input changed: in\\x1b[2Jput",
+                                     "1 to run, 0 to skip (dry run: nothing executed or written)"]

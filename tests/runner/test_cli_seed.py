@@ -20,7 +20,12 @@ def test_runs_steps_in_order_and_resume_skips_done(work: Path) -> None:
     assert doc(work, "render")["status"] == "done"
     r = run_cli([*J, "--step", "a:echo a >> trace", "--step", "b:echo b >> trace",
                  "--step", "c:echo c >> trace"])
-    assert r.exit_code == 0 and "skip   a (done)" in r.output
+    # Piped: one summary line for the skipped steps; -v lists each.
+    assert r.exit_code == 0 and "skip   all 3 steps already done (-v lists them)" in r.output
+    assert "skip   a (" not in r.output
+    r = run_cli([*J, "-v", "--step", "a:echo a >> trace", "--step", "b:echo b >> trace",
+                 "--step", "c:echo c >> trace"])
+    assert r.exit_code == 0 and "skip   a (done)" in r.output and "already done" not in r.output
     assert (work / "trace").read_text() == "a\nb\nc\n"
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -59,12 +61,22 @@ def test_second_ctrl_c_kills_at_once(work: Path) -> None:
     _wait_for(work / "bpid")
     time.sleep(0.1)
     p.send_signal(signal.SIGINT)
+    # Said at once, not after the grace period.
+    assert _line(p, 2.0) == "resumable: stopping 1 step (Ctrl-C again to kill now)\n"
     time.sleep(0.3)
     assert p.poll() is None  # waiting out the 30 s grace
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
+    assert _line(p, 2.0) == "resumable: killing 1 step now\n"
     p.communicate(timeout=10)
     assert p.returncode == 130 and time.monotonic() - t0 < 3
+
+
+def _line(p: subprocess.Popen[str], timeout: float) -> str:
+    """The next line the runner writes to stderr, or "" when none comes within ``timeout``."""
+    assert p.stderr is not None
+    ready, _, _ = select.select([p.stderr], [], [], timeout)
+    return p.stderr.readline() if ready else ""
 
 
 def test_sigkill_of_runner_then_resume_reaps_leftovers(work: Path) -> None:

@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from resumable.errors import InvalidInputError, UsageError
-from resumable.runner.jobfile import job_from_flags, load_job_file, parse_duration
+from resumable.runner.jobfile import load_job_file, parse_duration
+from resumable.runner.jobflags import job_from_flags
+from resumable.runner.joblocate import MAX_PROBLEMS, JobFileError
 
 
 @pytest.mark.parametrize(("value", "seconds"), [
@@ -127,3 +129,68 @@ def test_flags_bad(specs: list[str]) -> None:
 def test_flags_per_step_unknown_id() -> None:
     with pytest.raises(UsageError, match="no --step with id 'zz'"):
         job_from_flags("j", ["a:x"], step_timeouts=["zz:5"])
+
+
+def test_name_defaults_to_file_stem_or_directory(tmp_path: Path) -> None:
+    (tmp_path / "nightly.toml").write_text('[steps.a]\nrun = "x"\n')
+    assert load_job_file(tmp_path / "nightly.toml").name == "nightly"
+    proj = tmp_path / "my-project"
+    proj.mkdir()
+    (proj / "resumable.toml").write_text('[steps.a]\nrun = "x"\n')
+    assert load_job_file(proj / "resumable.toml").name == "my-project"
+    assert load_job_file(proj / "resumable.toml", name_override="other").name == "other"
+
+
+def test_bad_job_name_is_called_a_job_name(tmp_path: Path) -> None:
+    p = _job(tmp_path, '[job]\nname = "nightly build"\n[steps.a]\nrun = "x"\n')
+    with pytest.raises(InvalidInputError) as e:
+        load_job_file(p)
+    assert str(e.value).startswith(f"{p}:2: [job] name: bad job name 'nightly build'")
+    (tmp_path / "my job.toml").write_text('[steps.a]\nrun = "x"\n')
+    with pytest.raises(InvalidInputError, match=r"no \[job\] name, .* bad job name 'my job'.*--job NAME"):
+        load_job_file(tmp_path / "my job.toml")
+    with pytest.raises(InvalidInputError, match=r"--job: bad job name 'a\.\.b'"):
+        load_job_file(p, name_override="a..b")
+
+
+def test_every_problem_in_one_pass_with_its_line(tmp_path: Path) -> None:
+    p = _job(tmp_path, """[job]
+retry = 1
+[steps.a]
+run = "x"
+timeuot = 5
+[steps.b]
+run = 5
+needs = ["zz"]
+[steps.c]
+retries = -1
+""")
+    with pytest.raises(JobFileError) as e:
+        load_job_file(p)
+    assert e.value.problems == [
+        f"{p}:2: [job] retry: unknown key 'retry'; known: backoff, cwd, env, grace, jitter, name, reconcile, retries,"
+        " shell, timeout",
+        f"{p}:5: [steps.a] timeuot: unknown key 'timeuot'; known: artifacts, backoff, cwd, env, grace,"
+        " inputs, jitter, log, needs, retries, run, shell, timeout",
+        f"{p}:7: [steps.b] run: expected a command string or a non-empty list of strings",
+        f"{p}:8: [steps.b] needs: unknown step 'zz' in needs",
+        f"{p}:9: [steps.c]: missing run = \"command\" (or a list for argv)",
+        f"{p}:10: [steps.c] retries: expected an integer >= 0, got -1",
+    ]
+    assert str(e.value).startswith(f"{p}: 6 problems: {p}:2: [job] retry")
+
+
+def test_problems_are_capped(tmp_path: Path) -> None:
+    body = "".join(f'[steps.s{i}]\nrun = 1\n' for i in range(MAX_PROBLEMS + 5))
+    with pytest.raises(JobFileError) as e:
+        load_job_file(_job(tmp_path, body))
+    assert len(e.value.problems) == MAX_PROBLEMS and e.value.count == MAX_PROBLEMS + 5
+    assert e.value.problems[-1].startswith(f"{tmp_path / 'resumable.toml'}:{2 * MAX_PROBLEMS}: ")
+    assert "(the first 20 shown)" in e.value.summary()
+
+
+def test_dotted_keys_and_quoted_tables_are_located(tmp_path: Path) -> None:
+    p = _job(tmp_path, '[steps]\na.run = "x"\na.timeout = "soon"\n[steps."b"]\nrun = "y"\nbad = 1\n')
+    with pytest.raises(JobFileError) as e:
+        load_job_file(p)
+    assert [x.split(": ", 1)[0] for x in e.value.problems] == [f"{p}:3", f"{p}:6"]

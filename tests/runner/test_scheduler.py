@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from resumable.runner.attempt import Outcome
 from resumable.runner.explain import plan
 from resumable.runner.jobfile import Job, Step
-from resumable.runner.scheduler import Options, Outcome, Scheduler
+from resumable.runner.scheduler import Options, Scheduler
 from resumable.runner.writer import SafeWriter
 
 
@@ -153,6 +154,9 @@ class Reporter:
     def warn(self, message: str) -> None:
         self.events.append(("warn", message))
 
+    def notice(self, message: str) -> None:
+        self.events.append(("notice", message))
+
     def tick(self) -> None:
         pass
 
@@ -255,3 +259,48 @@ def test_interrupt_records_interrupted() -> None:
     out = sched.run()
     assert out.interrupted and out.states == {"a": "interrupted", "b": "pending"}
     assert store.units["a"]["status"] == "interrupted"
+
+
+def test_threaded_group_commit_acts_only_on_durable_records() -> None:
+    """With launcher and flusher threads and a slow store: every process starts after a commit that
+    recorded its start, and after a commit that recorded the outcome of each step it needs."""
+    import threading
+    import time
+
+    clock = Clock()
+    log: list[tuple[str, str, str]] = []
+    lock = threading.Lock()
+
+    class SlowStore(Store):
+        def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+            time.sleep(0.005)  # a slow flush: anything acted on too early shows up first
+            with lock:
+                log.extend(("commit", ev["unit"], ev["state"]) for ev in events if ev["t"] == "unit")
+            return super().commit(events, lazy_view=lazy_view)
+
+    class LoggingSpawner(Spawner):
+        def __call__(self, argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> FakeProc:
+            with lock:
+                log.append(("spawn", argv[-1], ""))
+            return super().__call__(argv, cwd, env, log_path)
+
+    steps = [S("a"), S("b", "a"), S("c"), S("d", "c"), S("e", "b", "d")]
+    spawner = LoggingSpawner(clock, {k: [(0.05, 0)] for k in "abcde"})
+    store = SlowStore()
+    rep = Reporter()
+    job = Job("j", tuple(steps), "test")
+    sched = Scheduler(job, SafeWriter(store, rep.warn), {}, plan(job, {}, force=False), Options(jobs=2),
+                      spawner=spawner, reporter=rep, log_path=lambda s, n: "/dev/null", clock=clock,
+                      wallclock=clock, sleep=clock.sleep, base_env={}, launch_threads=2)
+    out = sched.run()
+    assert out.all_done and len([e for e in log if e[0] == "spawn"]) == 5
+    for i, (kind, key, _) in enumerate(log):
+        if kind != "spawn":
+            continue
+        before = log[:i]
+        assert ("commit", key, "in_progress") in before, (key, log)
+        for dep in next(s for s in steps if s.id == key).needs:
+            assert ("commit", dep, "done") in before, (key, dep, log)
+    # Reported done only once durable, too.
+    finishes = [e for e in rep.events if e[0] == "finish"]
+    assert [e[1] for e in finishes if e[2] == "done"] and len(finishes) == 5

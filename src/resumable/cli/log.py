@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from resumable import store
+from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class
 from resumable.core.text import escape_controls
 from resumable.errors import UsageError
@@ -16,7 +17,7 @@ from resumable.view.history import describe
 
 
 @click.command("log", cls=command_class(), short_help="Show a run's history, one line per event.")
-@click.argument("run")
+@click.argument("run", shell_complete=complete_run)
 @click.option("--json", "as_json", is_flag=True, help="The raw records, one JSON object per line (jq -c .).")
 @click.option("--since", metavar="SEQ", type=int, default=0, help="Only records after sequence number SEQ.")
 @click.option("--dir", "runs_dir", metavar="DIR", default=None,

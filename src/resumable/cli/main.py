@@ -24,29 +24,103 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("resumable.cli.status", "status_command", "Show where runs stand (read-only)."),
     "report": ("resumable.cli.report", "report_command", "Write a self-contained HTML timeline."),
     "log": ("resumable.cli.log", "log_command", "Show a run's history, one line per event."),
+    "reconcile": ("resumable.cli.reconcile", "reconcile_command", "Mark units done from integrated commits."),
+    "checkpoint": ("resumable.cli.checkpoint", "checkpoint_command", "The phase checkpoint ledger."),
+    "guard": ("resumable.cli.guard", "guard_command", "Run one pass of a recurring job: lock, pass cap, breaker."),
+    "rerun": ("resumable.cli.rerun", "rerun_command", "Mark units of a run to run again."),
+    "completion": ("resumable.cli.completion", "completion_command", "Print the shell completion script."),
+    "doctor": ("resumable.cli.doctor", "doctor_command", "Check the installation, the store and the runs."),
 }
 
-SEED_HELP: dict[str, str] = {
-    "init": """Start a run: init <run> --task T [--units a,b] [--id ID] [--launch JSON]
-    [--required-phases p,q] [--require-validation]. Prints the run id. <run> is a run id
-    (<runs-dir>/<id>.json) or a path ending in .json. Refused (exit 2) over a live run; a done or
-    aborted run's files are archived first.""",
-    "unit": """Set a unit's state: unit <run> <unit> <pending|in_progress|done|blocked|dep_blocked|
-    failed|timeout|interrupted> [--note N] [--deps x,y]. --deps replaces the unit's dependencies.
-    Demoting a done unit is refused (exit 2).""",
-    "phase": "Set a phase's state: phase <run> <phase> <pending|running|done|blocked|skipped>.",
-    "get": "Print the run document, or with --summary its summary: get <run> [--summary].",
-    "resume": """Print the resume set: resume <run> -> {"skip":[...],"eligible":[...],
-    "dep_blocked":{unit:root}} (plus unknown_deps / cycles / malformed when present).""",
-    "item": "Record open findings: item <run> --json OBJ|ARRAY. Prints their stable ids.",
-    "resolve": "Resolve findings: resolve <run> --ids a,b | --json '[...]'. Prints the ids moved.",
-    "validation": "Record final validation: validation <run> <green|red|pass|ok|fail> [--note N].",
-    "finalize": """Finish a run: finalize <run> <done|needs_attention|aborted> [--result R].
-    'done' is refused (exit 2) while any unit is not done, a phase is blocked, a required phase is
-    not done, a finding is open, or required validation is absent or red.""",
-    "gc": """Archive done/aborted runs older than --keep-days (default 7): gc [<runs-dir>]
-    [--keep-days N]. Never touches live runs; never overwrites an archived file.""",
+_RUN = ("<run>", "a run id (<runs-dir>/<id>.json), or a path ending in .json")
+_STORE = (("--dir DIR", "the runs directory (default: RESUMABLE_DIR, else the nearest .resumable/runs"
+                        " walking up from here)"),
+          ("--store URL", "a PostgreSQL store (default: RESUMABLE_STORE)"),
+          ("-h, --help", "show this help"))
+
+# verb -> (usage after the verb, what it does, its arguments, its own options). Shown by
+# `resumable <verb> --help` only: the verbs themselves parse with cli.seed, not click.
+SEED_HELP: dict[str, tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
+    "init": (
+        "<run> --task TEXT [--units a,b] [--id ID] [--launch JSON] [--required-phases p,q]"
+        " [--require-validation] [--dir DIR] [--store URL]",
+        "Start a run. Prints the run id. Refused (exit 2) over a live run; a done or aborted run's"
+        " files are archived first.",
+        (_RUN,),
+        (("--task TEXT", "what the run is for (required)"),
+         ("--units a,b", "units to create, pending"),
+         ("--id ID", "the run id, when <run> is a path"),
+         ("--launch JSON", 'how to resume it: {"scriptPath": ..., "args": {...}}'),
+         ("--required-phases p,q", "phases that must be done before finalize done"),
+         ("--require-validation", "finalize done needs a green validation")),
+    ),
+    "unit": (
+        "<run> <unit> <state> [--note TEXT] [--deps x,y] [--dir DIR] [--store URL]",
+        "Set a unit's state. Demoting a done unit is refused (exit 2).",
+        (_RUN, ("<unit>", "the unit id (created if new)"),
+         ("<state>", "pending, in_progress, done, blocked, dep_blocked, failed, timeout or interrupted")),
+        (("--note TEXT", "a note on the unit"),
+         ("--deps x,y", "the units it depends on (replaces the list)")),
+    ),
+    "phase": (
+        "<run> <phase> <state> [--dir DIR] [--store URL]",
+        "Set a phase's state.",
+        (_RUN, ("<phase>", "the phase name (created if new)"),
+         ("<state>", "pending, running, done, blocked or skipped")),
+        (),
+    ),
+    "get": (
+        "<run> [--summary] [--dir DIR] [--store URL]",
+        "Print the run document, or its summary.",
+        (_RUN,),
+        (("--summary", "counts and open findings instead of the whole document"),),
+    ),
+    "resume": (
+        "<run> [--dir DIR] [--store URL]",
+        "Print the resume set. It is {\"skip\":[...],\"eligible\":[...],\"dep_blocked\":{unit:root}},"
+        " plus unknown_deps, cycles and malformed when present.",
+        (_RUN,),
+        (),
+    ),
+    "item": (
+        "<run> --json OBJECT|ARRAY [--dir DIR] [--store URL]",
+        "Record open findings. Prints their stable ids.",
+        (_RUN,),
+        (("--json VALUE", "one finding (an object) or several (an array)"),),
+    ),
+    "resolve": (
+        "<run> (--ids a,b | --json ARRAY) [--dir DIR] [--store URL]",
+        "Resolve findings. Prints the ids moved.",
+        (_RUN,),
+        (("--ids a,b", "the finding ids"), ("--json ARRAY", "the finding ids as a JSON array")),
+    ),
+    "validation": (
+        "<run> <status> [--note TEXT] [--dir DIR] [--store URL]",
+        "Record the final validation.",
+        (_RUN, ("<status>", "green or red (aliases: pass, ok, fail)")),
+        (("--note TEXT", "a note on the validation"),),
+    ),
+    "finalize": (
+        "<run> <status> [--result TEXT] [--dir DIR] [--store URL]",
+        "Finish a run. 'done' is refused (exit 2) while any unit is not done, a phase is blocked, a"
+        " required phase is not done, a finding is open, or required validation is absent or red.",
+        (_RUN, ("<status>", "done, needs_attention or aborted")),
+        (("--result TEXT", "the run's result, in a line"),),
+    ),
+    "gc": (
+        "[<runs-dir>] [--keep-days N] [--dir DIR] [--store URL]",
+        "Archive done and aborted runs not updated for --keep-days. Never touches live runs; never"
+        " overwrites an archived file.",
+        (("<runs-dir>", "the runs directory (default: as --dir)"),),
+        (("--keep-days N", "archive runs not updated for N days (default 7)"),),
+    ),
 }
+
+
+def _seed_help_parts(name: str) -> tuple[str, str, list[tuple[str, list[tuple[str, str]]]]]:
+    """(usage, description, [(section title, [(term, text)])]) of a seed verb's --help."""
+    usage, what, arguments, options = SEED_HELP[name]
+    return usage, what, [("Arguments", list(arguments)), ("Options", [*options, *_STORE])]
 
 
 def _click_app() -> Any:
@@ -67,6 +141,28 @@ def _click_app() -> Any:
                 return _seed_command(cmd_name)
             return None
 
+    class SeedVerb(click.Command):
+        """A seed verb for --help and completion only: its arguments and options are listed as the
+        verb's own parser (cli.seed) takes them, and completed by cli.completion."""
+
+        def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+            formatter.write_usage(ctx.command_path, _seed_help_parts(self.name or "")[0])
+
+        def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+            formatter.write_paragraph()
+            with formatter.indentation():
+                formatter.write_text(_seed_help_parts(self.name or "")[1])
+
+        def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+            for title, rows in _seed_help_parts(self.name or "")[2]:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+        def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+            from resumable.cli.completion import complete_seed_verb
+
+            return complete_seed_verb(ctx, incomplete)
+
     def _seed_command(name: str) -> click.Command:
         def callback() -> None:
             from resumable.cli.seed import run_verb
@@ -74,11 +170,12 @@ def _click_app() -> Any:
             ctx = click.get_current_context()
             raise SystemExit(run_verb(name, list(ctx.args)))
 
-        return click.Command(
+        what = SEED_HELP[name][1]
+        return SeedVerb(
             name,
             callback=callback,
-            help=SEED_HELP[name],
-            short_help=SEED_HELP[name].split(":")[0].split(".")[0],
+            help=what,
+            short_help=what.split(". ")[0].rstrip("."),
             context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
             add_help_option=True,
         )
@@ -107,14 +204,16 @@ def main(argv: list[str] | None = None) -> int:
         from resumable.cli.seed import run_verb
 
         return run_verb(args[0], args[1:])
-    if not args or (not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS)):
+    # A shell's completion call (cli/completion.py) carries no arguments: click answers it.
+    completing = not args and bool(os.environ.get("_RESUMABLE_COMPLETE"))
+    if not completing and (not args or (not args[0].startswith("-") and args[0] not in (*VERBS, *LAZY_COMMANDS))):
         from resumable.cli.errors import report
         from resumable.errors import UsageError
 
         if not args:  # as the seed: one usage line, exit 1 (`resumable --help` has the rest)
             from resumable.cli.seed import USAGE
 
-            return report(UsageError(USAGE.removeprefix("usage: ").join(("usage: ", ""))))
+            return report(UsageError(USAGE))
         return report(UsageError(f"unknown command '{args[0]}' (resumable --help lists them)"))
     if args == ["--version"]:
         print(f"resumable, version {__version__}")

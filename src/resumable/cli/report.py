@@ -7,6 +7,7 @@ import time
 import click
 
 from resumable import fsio, store
+from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class
 from resumable.errors import CorruptRunError, NoRunError, StoreError
 from resumable.view import discovery
@@ -14,7 +15,7 @@ from resumable.view.report import build_html
 
 
 @click.command("report", cls=command_class(), short_help="Write a run's timeline as one HTML file.")
-@click.argument("run", required=False)
+@click.argument("run", required=False, shell_complete=complete_run)
 @click.option("-o", "--output", "output", metavar="FILE", default=None,
               help="Where to write the HTML (default ./<run-id>.report.html; '-' for stdout).")
 @click.option("--dir", "runs_dir", metavar="DIR", default=None,

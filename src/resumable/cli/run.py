@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
+from resumable.cli.completion import complete_step
 from resumable.cli.errors import command_class
-from resumable.errors import ResumableError
+from resumable.errors import InvalidInputError, ResumableError
 from resumable.runner.jobfile import DEFAULT_GRACE, parse_duration
 from resumable.runner.options import RunOptions
 
@@ -23,7 +24,9 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
 
 @click.command("run", cls=command_class())
 @click.argument("jobfile", required=False)
-@click.option("--job", metavar="NAME", help="Job name = run id (default: [job] name).")
+@click.option("--job", metavar="NAME",
+              help="Job name = run id (default: [job] name, else the job file's name without .toml; "
+                   "for resumable.toml its directory's name).")
 @click.option("--step", "steps", metavar="ID:COMMAND", multiple=True,
               help="A step, repeatable, run in the order given (instead of a job file).")
 @click.option("--state-dir", "--dir", "state_dir", metavar="DIR",
@@ -52,7 +55,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
               help="Write that step's output to PATH (truncated per attempt).")
 @click.option("--logs-dir", metavar="DIR", help="Write logs to DIR/<step>.<attempt>.log.")
 @click.option("--dry-run", is_flag=True, help="Print what would run or skip, and why; write nothing.")
-@click.option("--explain", metavar="STEP", help="Why STEP would run or skip.")
+@click.option("--explain", metavar="STEP", help="Why STEP would run or skip.", shell_complete=complete_step)
 @click.option("--force", is_flag=True, help="Re-run every step (history kept).")
 @click.option("--reset", is_flag=True, help="Delete the run's state (refused while it runs).")
 @click.option("--status", is_flag=True, help="Show the run as `resumable status` does.")
@@ -64,8 +67,20 @@ def run_command(ctx: click.Context, /, **kw: Any) -> None:
 
     JOBFILE is a TOML job file (default ./resumable.toml); or describe the steps with --step.
     """
+    from resumable.runner.joblocate import JobFileError
     from resumable.runner.session import run
 
     for name in ("steps", "step_timeouts", "step_artifacts", "step_logs"):
         kw[name] = tuple(kw[name])
-    ctx.exit(run(RunOptions(**kw)))
+    try:
+        code = run(RunOptions(**kw))
+    except JobFileError as exc:
+        if exc.count < 2:
+            raise
+        # Every problem on its own line, as a compiler lists them; the last line sums up.
+        from resumable.cli.errors import report
+
+        for problem in exc.problems:
+            report(InvalidInputError(problem))
+        raise InvalidInputError(exc.summary()) from None
+    ctx.exit(code)

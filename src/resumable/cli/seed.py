@@ -51,6 +51,7 @@ class Args:
         self.verb = verb
         self.tokens = tokens
         values, flags = OPTIONS[verb]
+        self.run: Any = None  # the run the verb opened, once it has
         self.positionals: list[str] = []
         i = 0
         while i < len(tokens):
@@ -129,7 +130,8 @@ def _open(args: Args) -> Any:
     target = args.pos(0)
     if target is None:
         raise UsageError(USAGE)
-    return open_run(target, runs_dir=args.opt("--dir"), store_url=args.opt("--store"))
+    args.run = open_run(target, runs_dir=args.opt("--dir"), store_url=args.opt("--store"))
+    return args.run
 
 
 def _init(args: Args) -> None:
@@ -155,10 +157,16 @@ def _init(args: Args) -> None:
     print(run_id)
 
 
+def _bad_state(what: str, state: str, states: tuple[str, ...]) -> InvalidInputError:
+    return InvalidInputError(f"unknown {what} state {state!r}; the states are {', '.join(states)}")
+
+
 def _unit(args: Args) -> None:
     uid, state = args.pos(1), args.pos(2)
-    if uid is None or state is None or state not in UNIT_STATES:
+    if uid is None or state is None:
         raise UsageError(f"unit requires <unit-id> <{'|'.join(UNIT_STATES)}>")
+    if state not in UNIT_STATES:
+        raise _bad_state("unit", state, UNIT_STATES)
     deps_raw = args.opt("--deps")
     _open(args).unit(
         uid, state, note=args.opt("--note"), deps=split_csv(deps_raw) if deps_raw is not None else None
@@ -167,8 +175,10 @@ def _unit(args: Args) -> None:
 
 def _phase(args: Args) -> None:
     name, state = args.pos(1), args.pos(2)
-    if not name or state is None or state not in PHASE_STATES:
+    if not name or state is None:
         raise UsageError(f"phase requires <phase> <{'|'.join(PHASE_STATES)}>")
+    if state not in PHASE_STATES:
+        raise _bad_state("phase", state, PHASE_STATES)
     _open(args).phase(name, state)
 
 
@@ -190,7 +200,7 @@ def _get(args: Args) -> None:
 def _resume(args: Args) -> None:
     from resumable.core.plan import resume_set
 
-    _out(resume_set(_read(args)))
+    _out(resume_set(_read(args)), pretty=True)  # the seed prints it indented, as `get`
 
 
 def _item(args: Args) -> None:
@@ -269,10 +279,18 @@ def run_verb(verb: str, tokens: list[str]) -> int:
         if verb != "gc" and args.pos(0) is None:
             raise UsageError(USAGE)
         HANDLERS[verb](args)
+        stale = args.run.snapshot_error if args.run is not None else None
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
         from resumable.cli.errors import report
 
         return report(exc)
+    if stale:
+        # The write is durable in the journal (every resumable reader sees it), but a script that
+        # cats the snapshot would be misled: say so, and exit 1 as the seed did on a failed write.
+        from resumable.cli.errors import report
+        from resumable.errors import StoreError
+
+        return report(StoreError(f"{verb} was saved in the journal, but the snapshot file is stale: {stale}"))
     return 0

@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from resumable import store
+from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class, warn
 from resumable.core import recipe
-from resumable.errors import CorruptRunError, UsageError
-from resumable.view import discovery
+from resumable.core.text import escape_controls
+from resumable.errors import CorruptRunError, ResumableError, UsageError
+from resumable.view import discovery, workflow
 from resumable.view import status as view
 from resumable.view import watch as watching
 from resumable.view.printer import Printer, dump_json
 from resumable.view.status import Line
 
+if TYPE_CHECKING:
+    from resumable.store.backend import Backend
+
 
 @click.command("status", cls=command_class(), short_help="Show where runs stand (read-only).")
-@click.argument("run", required=False)
+@click.argument("run", required=False, shell_complete=complete_run)
 @click.option("--list", "list_", is_flag=True, help="One line per run, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the document(s) as JSON.")
 @click.option("--resume", is_flag=True, help="How to resume the run (with --json: a descriptor).")
@@ -69,6 +74,8 @@ def status_command(
         if not entries:
             printer.text(f"no runs yet under {backend.root}")
             return
+        printer.text(escape_controls(f"{len(entries)} run{'s' if len(entries) != 1 else ''} under"
+                                     f" {backend.description}, newest first"))
         printer.lines([view.list_line(e.name, e.doc, e.error, now) for e in entries])
         return
 
@@ -92,7 +99,8 @@ def status_command(
         if as_json:
             printer.text(dump_json(desc))
         else:
-            printer.text("\n".join(recipe.render_text(desc, entry.doc)))
+            lines = recipe.render_text(desc, entry.doc, location)
+            printer.text("\n".join(escape_controls(line) for line in lines))
         if entry.doc is None:
             raise CorruptRunError(entry.error or f"cannot read {location}")
         return
@@ -103,17 +111,24 @@ def status_command(
         raise CorruptRunError(entry.error or f"cannot read {location}")
     doc = entry.doc
 
+    live = workflow.read_workflow_status(workflow.project_root_for_runs_dir(backend.root))
     if as_json:
-        printer.text(dump_json(doc))
+        overlay = workflow.overlay_json(live, doc)
+        # The extra key only when there is a live workflow: otherwise the output is the document.
+        printer.text(dump_json({**doc, workflow.JSON_KEY: overlay} if overlay is not None else doc))
         return
     if units_state is not None:
         printer.lines(view.render_units(doc, units_state, now))
         return
     here = os.getcwd()
+    runner = runner_state(backend, doc)
+    how = getattr(getattr(backend, "runs", None), "how", "")
+    runs_line = f"{backend.root} ({how})" if how.startswith("found walking up") else None
 
     def frame(d: dict[str, Any], t: float) -> list[Line]:
+        overlay = workflow.overlay_lines(live, d, t) if live is not None or claude_project(backend) else []
         return view.render_status(d, file=entry.location, now=t, width=printer.layout_width, here=here,
-                                  show_eta=watch)
+                                  show_eta=watch, runner=runner, overlay=overlay, runs_dir=runs_line)
 
     if watch:
         try:
@@ -123,6 +138,25 @@ def status_command(
             printer.text("")
             ctx.exit(130)
     printer.lines(frame(doc, now))
+
+
+def runner_state(backend: Backend, doc: dict[str, Any]) -> str | None:
+    """"live" or "gone" for a run `resumable run` started (does a runner hold it now?); None for
+    other runs (a seed tool's run is "running" while its agent works, with no runner at all)."""
+    launch = doc.get("launch")
+    run_id = doc.get("id")
+    if not (isinstance(launch, dict) and launch.get("kind") == "resumable" and isinstance(run_id, str)):
+        return None
+    try:
+        return "live" if backend.lease(run_id).holder() is not None else "gone"
+    except ResumableError:
+        return None
+
+
+def claude_project(backend: Backend) -> bool:
+    """Whether this project is one Claude Code works in (then "no live workflow" is news)."""
+    root = workflow.project_root_for_runs_dir(backend.root)
+    return os.path.isdir(os.path.join(workflow.resolve_claude_dir(), "projects", workflow.project_slug(root)))
 
 
 def watch_fn(handle: Any, frame: Any, printer: Printer) -> int:

@@ -8,14 +8,19 @@ exists to avoid. Callers that need the old value keep a deep copy themselves.
 
     init        {id, task, units, launch?, requiredPhases?, requireValidation?}
     base        {doc, reason}            adopt a whole document (seed import, external edit)
-    begin       {launch?}                (re)open a run for a new runner session
+    begin       {launch?, clock?}        (re)open a run for a new runner session
     unit        {unit, state, note?, deps?, attempt?, fields?}
     invalidate  {unit, reason}           the only way a done unit goes back to pending
     phase       {phase, state}
     item        {items}
     resolve     {ids}
     validation  {status, note?}
-    finalize    {status, result?}
+    finalize    {status, result?, clock?}
+
+``clock`` (optional) is the event's time with milliseconds. A runner session runs from its ``begin``
+to its ``finalize``; the document sums the sessions in ``ranSeconds`` (``sessionStartedAt`` while
+one is open), so "how long did this run take" counts the runner's time, never the idle time
+between invocations. A session that never finalized (a killed runner) counts up to its last write.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import math
 
 from resumable.core import jsonio
+from resumable.core.finalize import finalize_done_reasons
 from resumable.core.model import (
     LIVE_RUN_STATES,
     PHASE_FINISH_STATES,
@@ -31,9 +37,7 @@ from resumable.core.model import (
     check_phase_state,
     check_unit_id,
     check_unit_state,
-    list_of,
     new_document,
-    phases_of,
     unit_status,
     units_of,
     upgrade,
@@ -79,117 +83,6 @@ def item_id(item: dict[str, Any]) -> str:
     # JSON.stringify does, and prints integers of any size (orjson stops at 64 bits).
     canonical = jsonio.dumps(_js_normal(body))
     return "f-" + hashlib.sha1(canonical).hexdigest()[:12]
-
-
-# --- finalize checks -------------------------------------------------------------------------
-
-_SHA256_HEX = frozenset("0123456789abcdef")
-
-
-def _is_sha256(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 64 and set(value) <= _SHA256_HEX
-
-
-def _blank(value: object) -> bool:
-    return not isinstance(value, str) or not value.strip()
-
-
-def _scope_reasons(pipeline: dict[str, Any]) -> list[str]:
-    """The seed's selected-scope coverage receipt checks (seed-contracts §1.4, finalize 5-6)."""
-    cov = pipeline.get("scopeCoverage")
-    if not isinstance(cov, dict):
-        return ["binding selected-scope coverage receipt is absent"]
-    reasons: list[str] = []
-    intake_ids: list[str] = []
-    if _blank(pipeline.get("intakePath")):
-        reasons.append("intakePath is blank")
-    for key in ("intakeFileSha", "intakeScopeSha"):
-        if not _is_sha256(pipeline.get(key)):
-            reasons.append(f"{key} is not a valid sha256 binding")
-    if _blank(pipeline.get("intakeSelection")):
-        reasons.append("intakeSelection is blank")
-    scope = pipeline.get("intakeScope")
-    if not isinstance(scope, list) or not scope:
-        reasons.append("intakeScope is empty")
-    else:
-        for entry in scope:
-            eid = entry.get("id") if isinstance(entry, dict) else None
-            if _blank(eid) or eid in intake_ids:
-                reasons.append(f"intakeScope has a bad or duplicate id {eid!r}")
-                continue
-            assert isinstance(eid, str)
-            intake_ids.append(eid)
-            if _blank(entry.get("title")) or _blank(entry.get("source")):
-                reasons.append(f"intakeScope entry {eid} lacks title/source")
-    groups: dict[str, list[Any]] = {}
-    for g in ("covered", "dropped", "uncovered"):
-        value = cov.get(g)
-        if not isinstance(value, list):
-            reasons.append(f"scopeCoverage.{g} is not an array")
-            value = []
-        groups[g] = value
-    seen: set[str] = set()
-    for g, ids in groups.items():
-        for rid in ids:
-            if _blank(rid):
-                reasons.append(f"scopeCoverage.{g} has a blank or non-string id")
-            elif rid in seen:
-                reasons.append(f"scopeCoverage id {rid} appears in two groups")
-            else:
-                seen.add(rid)
-    total = cov.get("total")
-    if not isinstance(total, int) or isinstance(total, bool) or total < 1:
-        reasons.append("scopeCoverage.total is not an integer >= 1")
-    elif total != len(seen):
-        reasons.append(f"scopeCoverage accounts for {len(seen)} of {total}")
-    if intake_ids:
-        for eid in intake_ids:
-            if eid not in seen:
-                reasons.append(f"intake id {eid} is absent from the coverage receipt")
-        for rid in seen:
-            if rid not in intake_ids:
-                reasons.append(f"coverage receipt contains non-intake id {rid}")
-        if isinstance(total, int) and total != len(intake_ids):
-            reasons.append(f"scopeCoverage.total {total} != intake count {len(intake_ids)}")
-    errors = cov.get("errors")
-    if not isinstance(errors, list) or errors:
-        reasons.append("scopeCoverage.errors is not an empty array")
-    uncovered = [str(u) for u in groups["uncovered"]]
-    if uncovered:
-        reasons.append(f"{len(uncovered)} selected-scope item(s) UNCOVERED: {', '.join(uncovered)}")
-    return reasons
-
-
-def finalize_done_reasons(doc: Doc) -> list[str]:
-    """Every reason ``finalize done`` must refuse (fail-closed), in the seed's order."""
-    reasons: list[str] = []
-    not_done = [uid for uid, u in units_of(doc).items() if unit_status(u) != "done"]
-    if not_done:
-        reasons.append(f"{len(not_done)} unit(s) not done: {', '.join(not_done)}")
-    phases = phases_of(doc)
-    blocked = [p for p, v in phases.items() if isinstance(v, dict) and v.get("status") == "blocked"]
-    if blocked:
-        reasons.append(f"{len(blocked)} phase(s) blocked: {', '.join(blocked)}")
-    required = [p for p in list_of(doc, "requiredPhases") if isinstance(p, str)]
-    req_missing = [
-        p for p in required if not (isinstance(phases.get(p), dict) and phases[p].get("status") == "done")
-    ]
-    if req_missing:
-        reasons.append(f"{len(req_missing)} required phase(s) not done: {', '.join(req_missing)}")
-    open_items = list_of(doc, "openItems")
-    if open_items:
-        reasons.append(f"{len(open_items)} open finding(s) in openItems")
-    pipeline = doc.get("pipeline")
-    if isinstance(pipeline, dict):
-        reasons.extend(_scope_reasons(pipeline))
-    if doc.get("requireValidation") is True:
-        fv = doc.get("finalValidation")
-        fv_status = fv.get("status") if isinstance(fv, dict) else None
-        if fv_status is None:
-            reasons.append("final validation is absent")
-        elif fv_status != "green":
-            reasons.append(f"final validation is {fv_status} (not green)")
-    return reasons
 
 
 # --- apply -----------------------------------------------------------------------------------
@@ -436,6 +329,7 @@ def _apply_finalize(doc: Doc, ev: dict[str, Any]) -> Output:
             )
     at = ev["at"]
     upgrade(doc)
+    _close_session(doc, ev.get("clock") or at)
     doc["status"] = status
     doc["finishedAt"] = at
     if ev.get("result") is not None:
@@ -444,9 +338,27 @@ def _apply_finalize(doc: Doc, ev: dict[str, Any]) -> Output:
     return None
 
 
+def _close_session(doc: Doc, end: object) -> None:
+    from resumable.core.stamps import parse_stamp
+
+    start = parse_stamp(doc.pop("sessionStartedAt", None))
+    stop = parse_stamp(end)
+    if start is None or stop is None:
+        return
+    before = doc.get("ranSeconds")
+    if isinstance(before, bool) or not isinstance(before, (int, float)) or not math.isfinite(before):
+        before = 0.0
+    # max(): a stamp without milliseconds may fall up to a second before a session's exact start.
+    doc["ranSeconds"] = round(before + max(stop - start, 0.0), 3)
+
+
 def _apply_begin(doc: Doc, ev: dict[str, Any]) -> Output:
     at = ev["at"]
     upgrade(doc)
+    if "sessionStartedAt" in doc:
+        _close_session(doc, doc.get("updatedAt"))  # a runner that died: up to its last write
+    clock = ev.get("clock")
+    doc["sessionStartedAt"] = clock if isinstance(clock, str) else at
     doc["status"] = "running"
     doc.pop("finishedAt", None)
     if ev.get("launch") is not None:

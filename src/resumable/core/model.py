@@ -88,7 +88,8 @@ def check_unit_id(unit_id: str) -> str:
         raise InvalidInputError("unit id must be a non-empty string")
     if len(unit_id) > MAX_UNIT_ID:
         raise InvalidInputError(f"unit id is {len(unit_id)} characters; the limit is {MAX_UNIT_ID}")
-    if "," in unit_id or any(c.isspace() for c in unit_id):
+    # split() with no argument splits on exactly what isspace() calls whitespace, in C.
+    if "," in unit_id or unit_id.split() != [unit_id]:
         raise InvalidInputError(
             f"unit id {unit_id!r} contains commas/whitespace — use a single token like 'task-3'"
         )

@@ -131,7 +131,8 @@ def classify(
             return no_launch(f"the launch descriptor resumes run {run!r}, not this run {run_id!r}")
         if not _PIPELINE_SAFE_ID.match(run) or ".." in run:
             return no_launch(f"run id {run!r} is not one pipeline.mjs accepts")
-        argv = [script, "resume", "--run", run]
+        # Exactly the seed's command: its users run it from the pipeline's directory.
+        argv = ["pipeline.mjs", "resume", "--run", run]
         return {
             "runnable": True,
             "kind": "codex-cli",
@@ -142,14 +143,12 @@ def classify(
             "resumeSet": rs,
         }
 
-    legacy_args = dict(args)
-    legacy_args.setdefault("statusFile", file)
     return {
         "runnable": False,
         "kind": "legacy-workflow",
         "migrationOnly": True,
         "reason": "the launch descriptor is not a command this tool or pipeline.mjs can replay",
-        "legacyLaunch": {"scriptPath": script, "args": legacy_args},
+        "legacyLaunch": dict(launch),  # passed through unchanged, as the seed's --json does
         "resumeSet": rs,
     }
 
@@ -166,9 +165,10 @@ def unreadable(file: str, reason: str) -> dict[str, Any]:
 
 
 
-def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None) -> list[str]:
+def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None, file: str | None = None) -> list[str]:
     """The `--resume` text: `#` comment lines (pasteable into a shell) and, only for a runnable
-    recipe, the command."""
+    recipe, the command. A legacy descriptor is shown as the seed shows it, with ``args.statusFile``
+    set to the run's file (``file``) when it has none."""
     kind = desc.get("kind")
     status = doc.get("status") if doc is not None else None
     run = doc.get("id") if doc is not None else None
@@ -194,7 +194,14 @@ def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None) -
         out.append("# it is shown for reference and cannot be replayed as a command.")
         out.append("# Re-launch it with `resumable run` to make it resumable.")
         out.append(f"# {set_line(rs)}")
-        out.extend(json.dumps(desc.get("legacyLaunch"), indent=2).splitlines())
+        legacy = desc.get("legacyLaunch")
+        shown = dict(legacy) if isinstance(legacy, dict) else {}
+        args = shown.get("args")
+        shown_args = dict(args) if isinstance(args, dict) else {}
+        if file is not None:
+            shown_args.setdefault("statusFile", file)
+        shown = {"scriptPath": shown.get("scriptPath"), "args": shown_args}
+        out.extend(json.dumps(shown, indent=2, ensure_ascii=False).splitlines())
         return out
     out.append(f"# NON-RUNNABLE: {desc.get('reason')}.")
     out.append("# No command is printed; below is what a resume would skip and re-run.")

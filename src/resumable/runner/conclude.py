@@ -9,8 +9,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from resumable.runner.attempt import Outcome
 from resumable.runner.jobfile import Job
-from resumable.runner.scheduler import Outcome
 from resumable.runner.writer import SafeWriter
 
 ITEM_PREFIX = "step-failed:"

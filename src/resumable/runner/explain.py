@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from resumable.runner.fingerprint import check_artifacts, fingerprint_changes
+from resumable.runner.fingerprint import check_artifacts, fingerprint_changes, unchanged
 from resumable.runner.jobfile import Job, Step
 
+INTEGRATED = "reconciled-from-trailer:"  # a unit marked done from an integrated commit
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     step: str
     run: bool
@@ -37,9 +39,16 @@ def _last_exit(unit: Mapping[str, Any]) -> object:
 def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -> Decision:
     """The decision for one step, given its stored unit (anything, null-safe) and the needs that
     will run in this invocation."""
-    u: Mapping[str, Any] = unit if isinstance(unit, Mapping) else {}
+    # dict, not Mapping: documents are plain JSON objects, and an ABC check per step adds up.
+    u: Mapping[str, Any] = unit if isinstance(unit, dict) else {}
     status = u.get("status") if u else None
     done = status == "done"
+    if done and not force and not upstream_runs and unchanged(step, u.get("fingerprint")):
+        # The common case of a re-run, first and fast: unchanged, intact, nothing upstream.
+        art = check_artifacts(step, u.get("artifacts"))
+        if art.ok:
+            return Decision(step.id, False, "done")
+        return Decision(step.id, True, art.reason, invalidate=True)
     if force:
         return Decision(step.id, True, "forced", invalidate=done)
     if not u or status is None:
@@ -58,6 +67,10 @@ def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -
         return Decision(step.id, True, str(invs[-1].get("reason") or "invalidated"))
     if not done:
         return Decision(step.id, True, "never ran" if status == "pending" else f"not done ({status})")
+    note = u.get("note")
+    if u.get("fingerprint") is None and isinstance(note, str) and note.startswith(INTEGRATED):
+        # Done by reconciliation ([job] reconcile): git holds the proof, not a fingerprint.
+        return Decision(step.id, False, f"integrated in {note[len(INTEGRATED):]}")
     changes = fingerprint_changes(step, u.get("fingerprint"))
     if changes:
         return Decision(step.id, True, ", ".join(changes), invalidate=True)
@@ -70,12 +83,16 @@ def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -
 
 
 def plan(job: Job, units: Mapping[str, Any], *, force: bool) -> dict[str, Decision]:
-    """Decisions for every step, in an order where needs come first (the job is acyclic)."""
+    """Decisions for every step, in the job's order, each after its needs' (the job is acyclic)."""
+    out: dict[str, Decision] = {}
+    if not any(s.needs for s in job.steps):
+        for step in job.steps:
+            out[step.id] = decide(step, units.get(step.id), force=force, upstream_runs=[])
+        return out
     from resumable.core.plan import topological_order
 
     order = topological_order({s.id: s.needs for s in job.steps})
     by_id = {s.id: s for s in job.steps}
-    out: dict[str, Decision] = {}
     for sid in order:
         step = by_id[sid]
         upstream = [d for d in step.needs if out[d].run]

@@ -20,9 +20,28 @@ FINGERPRINT_VERSION = 1
 _CHUNK = 1 << 20
 
 
+# One encoder for every hash (json.dumps would build one per call); the bytes hashed are exactly
+# json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), as stored hashes were.
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_STRING = json.encoder.encode_basestring  # what the encoder above writes for a string
+_ENV_SHAS: dict[tuple[tuple[str, str], ...], str] = {}  # most steps share their job's environment
+
+
 def _sha(value: object) -> str:
-    blob = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_ENCODE(value).encode("utf-8")).hexdigest()
+
+
+def _argv_sha(argv: list[str]) -> str:
+    """``_sha(argv)`` without building an encoder per call: the same bytes, a list of strings."""
+    text = "[" + ",".join(map(_STRING, argv)) + "]"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _env_sha(env: tuple[tuple[str, str], ...]) -> str:
+    sha = _ENV_SHAS.get(env)
+    if sha is None:
+        sha = _ENV_SHAS[env] = _sha(list(env))
+    return sha
 
 
 def sha256_file(path: str) -> str:
@@ -56,26 +75,41 @@ def file_record(path: str, previous: Mapping[str, Any] | None = None) -> dict[st
 
 def fingerprint(step: Step, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The step's fingerprint as stored on its unit (``fingerprint`` field)."""
-    prev_inputs = previous.get("inputs") if isinstance(previous, Mapping) else None
-    if not isinstance(prev_inputs, Mapping):
-        prev_inputs = {}
     inputs: dict[str, Any] = {}
-    for p in step.inputs:
-        prev = prev_inputs.get(p)
-        inputs[p] = file_record(resolve(step, p), prev if isinstance(prev, Mapping) else None)
+    if step.inputs:
+        prev_inputs = previous.get("inputs") if isinstance(previous, dict) else None
+        if not isinstance(prev_inputs, dict):
+            prev_inputs = {}
+        for p in step.inputs:
+            prev = prev_inputs.get(p)
+            inputs[p] = file_record(resolve(step, p), prev if isinstance(prev, dict) else None)
     return {
         "v": FINGERPRINT_VERSION,
         # argv rather than the text: the same text under another shell is another command.
-        "command": _sha(step.argv),
-        "env": _sha(list(step.env)),
+        "command": _argv_sha(step.argv),
+        "env": _env_sha(step.env),
         "cwd": step.cwd,
         "inputs": inputs,
     }
 
 
+def unchanged(step: Step, stored: object) -> bool:
+    """``not fingerprint_changes(step, stored)``, checked without building a fingerprint when the
+    step has no inputs (what every re-run asks of every step)."""
+    if step.inputs or not isinstance(stored, dict):
+        return not fingerprint_changes(step, stored)
+    return (
+        stored.get("v") == FINGERPRINT_VERSION
+        and stored.get("cwd") == step.cwd
+        and not stored.get("inputs")
+        and stored.get("command") == _argv_sha(step.argv)
+        and stored.get("env") == _env_sha(step.env)
+    )
+
+
 def fingerprint_changes(step: Step, stored: object) -> list[str]:
     """Reasons the stored fingerprint no longer matches, most telling first; [] when unchanged."""
-    if not isinstance(stored, Mapping) or stored.get("v") != FINGERPRINT_VERSION:
+    if not isinstance(stored, dict) or stored.get("v") != FINGERPRINT_VERSION:
         return ["fingerprint not recorded"]
     now = fingerprint(step, stored)
     reasons: list[str] = []
@@ -85,11 +119,14 @@ def fingerprint_changes(step: Step, stored: object) -> list[str]:
         reasons.append("env changed")
     if now["cwd"] != stored.get("cwd"):
         reasons.append("cwd changed")
-    old_inputs = stored.get("inputs") if isinstance(stored.get("inputs"), Mapping) else {}
-    assert isinstance(old_inputs, Mapping)
+    old_inputs = stored.get("inputs")
+    if not isinstance(old_inputs, dict):
+        old_inputs = {}
+    if not old_inputs and not step.inputs:
+        return reasons
     for p, rec in now["inputs"].items():
         old = old_inputs.get(p)
-        old_sha = old.get("sha256") if isinstance(old, Mapping) else None
+        old_sha = old.get("sha256") if isinstance(old, dict) else None
         new_sha = rec.get("sha256") if rec else None
         if p not in old_inputs:
             reasons.append(f"input added: {p}")
@@ -114,7 +151,9 @@ def artifact_records(step: Step) -> dict[str, Any]:
 
 def check_artifacts(step: Step, stored: object) -> ArtifactCheck:
     """Every declared artifact exists with the content recorded when the step finished."""
-    recs = stored if isinstance(stored, Mapping) else {}
+    if not step.artifacts:
+        return _OK
+    recs = stored if isinstance(stored, dict) else {}
     for p in step.artifacts:
         path = resolve(step, p)
         old = recs.get(p)
@@ -134,4 +173,7 @@ def check_artifacts(step: Step, stored: object) -> ArtifactCheck:
             same = False
         if not same:
             return ArtifactCheck(False, f"artifact changed: {p}")
-    return ArtifactCheck(True, "")
+    return _OK
+
+
+_OK = ArtifactCheck(True, "")

@@ -11,25 +11,36 @@ Stop rules (make's): on a final failure no new step starts and running ones fini
 
 from __future__ import annotations
 
+import heapq
 import os
 import select
 import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from resumable import fsio
+from resumable.core import verbs
 from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
+from resumable.runner.attempt import (
+    NOT_STARTED,
+    Attempt,
+    Draining,
+    FailedSpawn,
+    Outcome,
+    finished_attempt,
+    next_attempt_number,
+)
 from resumable.runner.explain import Decision
+from resumable.runner.flusher import Flusher
 from resumable.runner.jobfile import Job, Step
+from resumable.runner.launcher import Launcher
 from resumable.runner.process import TOKEN_ENV, Spawner, StepHandle
 from resumable.runner.retry import RetryPolicy
 from resumable.runner.writer import SafeWriter
 from resumable.store.values import LeftoverGroup
 
-MISSING_ARTIFACT_EXIT = -2  # the seed's code for "exited 0 but the artifact is missing"
 _MAX_WAIT = 0.1  # an interrupt or a display tick is noticed within this long
 
 
@@ -40,6 +51,7 @@ class Reporter(Protocol):
                       exit_code: int | None, log: str, retry_in: float | None) -> None: ...
     def step_blocked(self, step: Step, root: str) -> None: ...
     def warn(self, message: str) -> None: ...
+    def notice(self, message: str) -> None: ...
     def tick(self) -> None: ...
 
 
@@ -60,53 +72,17 @@ class Options:
     force: bool = False
 
 
-@dataclass
-class _Attempt:
-    step: Step
-    n: int
-    handle: StepHandle
-    started: float
-    started_wall: float
-    log: str
-    fingerprint: dict[str, Any]
-    deadline: float | None
-    kill_at: float | None = None
-    killed: bool = False
-    timed_out: bool = False
-    interrupted: bool = False
-
-
-@dataclass
-class _Draining:
-    handle: StepHandle
-    kill_at: float
-    termed: bool = False
-
-
-@dataclass
-class Outcome:
-    states: dict[str, str] = field(default_factory=dict)  # final state per step in this run
-    failed: list[str] = field(default_factory=list)
-    interrupted: bool = False
-    attempts: dict[str, int] = field(default_factory=dict)  # attempts made in this run
-    last_exit: dict[str, int | None] = field(default_factory=dict)
-    logs: dict[str, str] = field(default_factory=dict)
-    durations: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def all_done(self) -> bool:
-        return not self.interrupted and all(s in ("done", "skipped") for s in self.states.values())
-
-
-def next_attempt_number(unit: object) -> int:
-    if not isinstance(unit, Mapping):
-        return 1
-    attempts = unit.get("attempts")
-    ns = [a.get("n") for a in attempts if isinstance(a, Mapping)] if isinstance(attempts, list) else []
-    return max([n for n in ns if isinstance(n, int)], default=0) + 1
-
-
 class Scheduler:
+    """Event-driven: a step enters the ready queue when its last need finishes, so a pass over the
+    loop costs O(running + transitions), never O(steps).
+
+    Group commit: the transitions of one pass (outcomes of finished steps, blocked dependents, the
+    ``in_progress`` records of the steps about to start) are committed as ONE batch, with one
+    flush, before any of them is acted on. So a step's ``in_progress`` record is durable before its
+    process starts, and a step's outcome is durable before it is reported or a dependent starts,
+    while a busy runner pays one flush per pass instead of two per step.
+    """
+
     def __init__(
         self,
         job: Job,
@@ -124,7 +100,10 @@ class Scheduler:
         rand: Callable[[], float] | None = None,
         groups: GroupTracker | None = None,
         base_env: Mapping[str, str] | None = None,
+        launch_threads: int = 0,
     ) -> None:
+        """``launch_threads`` > 0 starts processes on that many worker threads (``launcher``);
+        0 starts them inline, deterministic for fake spawners and clocks."""
         import random
 
         self.job = job
@@ -145,6 +124,19 @@ class Scheduler:
         self.order = {s.id: i for i, s in enumerate(job.steps)}
         self.interrupts = 0
         self.out = Outcome()
+        self.handled_interrupts = 0
+        self.launcher: Launcher | None = None
+        self.flusher: Flusher | None = None
+        if launch_threads > 0:
+            from resumable.runner.flusher import Flusher
+            from resumable.runner.launcher import Launcher
+
+            self.launcher = Launcher(spawner, launch_threads)
+            self.flusher = Flusher(lambda label, events, lazy: self.w.write(label, events, lazy=lazy))
+        # The pass's batch: events to commit, then what to do once they are durable.
+        self._events: list[dict[str, Any]] = []
+        self._what: list[str] = []
+        self._after: list[Callable[[], None]] = []
 
     # -- signals ------------------------------------------------------------------------------
 
@@ -157,27 +149,70 @@ class Scheduler:
     def run(self) -> Outcome:
         state: dict[str, str] = {}
         for s in self.job.steps:
-            if self.decisions[s.id].run:
-                state[s.id] = "waiting"
-            else:
-                state[s.id] = "skipped"
+            state[s.id] = "waiting" if self.decisions[s.id].run else "skipped"
         self.out.states = state
-        next_n = {sid: next_attempt_number(self.units.get(sid)) for sid in state}
-        tries: dict[str, int] = {}
-        ready_at: dict[str, float] = {}  # steps waiting out a retry backoff
-        running: dict[str, _Attempt] = {}
-        draining: list[_Draining] = []
-        blocked_root: dict[str, str] = {}
-        stopping = False
+        # Needs not yet satisfied, per waiting step, and who waits on whom: a finished step
+        # releases its dependents in O(dependents).
+        unmet: dict[str, int] = {}
+        self.dependents: dict[str, list[str]] = {}
+        ready: list[tuple[int, str]] = []  # a heap in job order: declaration order among ready steps
+        for s in self.job.steps:
+            if state[s.id] != "waiting":
+                continue
+            n = 0
+            for d in set(s.needs):
+                self.dependents.setdefault(d, []).append(s.id)
+                if state.get(d) not in ("done", "skipped"):
+                    n += 1
+            if n:
+                unmet[s.id] = n
+            else:
+                ready.append((self.order[s.id], s.id))
+        heapq.heapify(ready)
+        self.blocked_root: dict[str, str] = {}
         jobs = self.opt.jobs if self.opt.jobs > 0 else (os.cpu_count() or 1)
+        try:
+            return self._loop(state, unmet, ready, jobs)
+        finally:
+            if self.flusher is not None:
+                self.flusher.close()
+            if self.launcher is not None:
+                self.launcher.close()
+
+    def _loop(self, state: dict[str, str], unmet: dict[str, int], ready: list[tuple[int, str]],
+              jobs: int) -> Outcome:
+        next_n: dict[str, int] = {}
+        tries: dict[str, int] = {}
+        backoff: list[tuple[float, int, str]] = []  # (due, order, id): retries waiting out a delay
+        running: dict[str, Attempt] = {}
+        draining: list[Draining] = []
+        stopping = False
         handled_interrupts = 0
 
+        def release(sid: str) -> None:
+            for child in self.dependents.get(sid, ()):
+                if state[child] == "waiting":
+                    unmet[child] -= 1
+                    if unmet[child] == 0:
+                        heapq.heappush(ready, (self.order[child], child))
+
         while True:
+            if self.flusher is not None:
+                for fn in self.flusher.finished() or ():
+                    fn()  # the batch is durable: report it, start its steps
+            if self.launcher is not None and self.launcher.pending:
+                for a, result in self.launcher.completed():
+                    self._launched(a, result)
             now = self.clock()
             if self.interrupts > handled_interrupts:
-                handled_interrupts = self.interrupts
+                handled_interrupts = self.handled_interrupts = self.interrupts
                 stopping = True
                 self.out.interrupted = True
+                live = len(running) + len(draining)
+                if live:
+                    self.reporter.notice(
+                        f"killing {_steps(live)} now" if handled_interrupts >= 2 else
+                        f"stopping {_steps(live)} (Ctrl-C again to kill now)")
                 for a in running.values():
                     a.interrupted = True
                     if handled_interrupts >= 2:
@@ -188,10 +223,12 @@ class Scheduler:
                 for d in draining:
                     if handled_interrupts >= 2:
                         d.handle.kill()
-                ready_at.clear()
+                backoff.clear()
 
             # Finished processes and timeouts.
             for sid, a in list(running.items()):
+                if a.launching:
+                    continue
                 code = a.handle.poll()
                 if code is None:
                     if a.deadline is not None and not a.timed_out and not a.interrupted \
@@ -209,28 +246,33 @@ class Scheduler:
                     # The leader is gone but its group lives on (background jobs, a grandchild
                     # holding the log open): stop it too, or a "finished" step keeps running.
                     # A group already sent SIGTERM keeps its deadline: the grace is not restarted.
-                    draining.append(_Draining(a.handle, a.kill_at or now + a.step.grace,
+                    draining.append(Draining(a.handle, a.kill_at or now + a.step.grace,
                                               termed=a.kill_at is not None))
                 else:
                     self._release(a.handle)
                 if status == "done":
                     state[sid] = "done"
+                    release(sid)
                     continue
                 tries[sid] = tries.get(sid, 0) + 1
+                next_n[sid] = a.n + 1
                 policy = RetryPolicy(a.step.retries, a.step.backoff, a.step.jitter)
+                exit_code = self.out.last_exit.get(sid)
                 if status != "interrupted" and not stopping and policy.should_retry(tries[sid]):
                     delay = policy.delay(tries[sid], self.rand)
-                    ready_at[sid] = now + delay
+                    heapq.heappush(backoff, (now + delay, self.order[sid], sid))
                     state[sid] = "backoff"
-                    self.reporter.step_finished(a.step, a.n, status, now - a.started,
-                                                self.out.last_exit.get(sid), a.log, delay)
+                    self._later(self.reporter.step_finished, a.step, a.n, status, now - a.started,
+                                exit_code, a.log, delay)
                     continue
                 state[sid] = status
-                self.reporter.step_finished(a.step, a.n, status, now - a.started,
-                                            self.out.last_exit.get(sid), a.log, None)
+                self._later(self.reporter.step_finished, a.step, a.n, status, now - a.started,
+                            exit_code, a.log, None)
                 if status == "interrupted":
                     continue
                 self.out.failed.append(sid)
+                if self.opt.keep_going:
+                    self._block_dependents(sid, state)
                 cap = self.opt.max_failures
                 if not self.opt.keep_going or (cap is not None and len(self.out.failed) >= cap):
                     stopping = True
@@ -245,72 +287,115 @@ class Scheduler:
                 elif now >= d.kill_at:
                     d.handle.kill()
 
-            # Propagate failures to dependents (keep-going) before choosing what to start.
-            if self.opt.keep_going:
-                for s in self.job.steps:
-                    if state[s.id] != "waiting":
-                        continue
-                    for dep in s.needs:
-                        ds = state.get(dep)
-                        if ds in ("failed", "timeout", "dep_blocked"):
-                            root = blocked_root.get(dep, dep)
-                            blocked_root[s.id] = root
-                            state[s.id] = "dep_blocked"
-                            self.w.unit(s.id, "dep_blocked", note=f"blocked by {root}",
-                                        deps=list(s.needs), fields={"blockedBy": root})
-                            self.reporter.step_blocked(s, root)
-                            break
-
+            starting: list[Attempt] = []
             if not stopping:
-                for sid, t in list(ready_at.items()):
-                    if now >= t:
-                        del ready_at[sid]
-                        state[sid] = "waiting"
-                for s in self.job.steps:
-                    if len(running) >= jobs:
-                        break
-                    if state[s.id] != "waiting":
-                        continue
-                    if all(state.get(d) in ("done", "skipped") for d in s.needs):
-                        running[s.id] = self._start(s, next_n[s.id])
-                        next_n[s.id] += 1
-                        state[s.id] = "running"
-                        now = self.clock()
+                while backoff and backoff[0][0] <= now:
+                    _, order, sid = heapq.heappop(backoff)
+                    state[sid] = "waiting"
+                    heapq.heappush(ready, (order, sid))
+                while ready and len(running) + len(starting) < jobs:
+                    _, sid = heapq.heappop(ready)
+                    # Kept only for steps that will try again: a 100,000-step run holds no
+                    # per-step bookkeeping it does not need.
+                    n = next_n.pop(sid, None) or next_attempt_number(self.units.get(sid))
+                    starting.append(self._prepare(self.steps[sid], n))
+                    state[sid] = "running"
 
-            # Nothing runs, nothing drains, and no retry is due: either all is finished or nothing
-            # else can start (stopped, or waiting steps need something not done).
-            if not running and not draining and (stopping or not ready_at) and (
-                    stopping or not any(st == "waiting" and all(
-                        state.get(d) in ("done", "skipped") for d in self.steps[sid].needs)
-                        for sid, st in state.items())):
+            for a in starting:
+                running[a.step.id] = a  # counts towards -j from now; started once durable
+                if self.launcher is not None:
+                    self.launcher.prepare(a.log)
+            # One durable batch for the whole pass (or, while one is in flight, for everything
+            # since), then act on it.
+            self._commit()
+
+            # Nothing runs, nothing drains, nothing is left to make durable, and no retry is due:
+            # either all is finished or nothing else can start (stopped, or waiting steps need
+            # something not done).
+            if not running and not draining and not self._events and not (
+                    self.flusher is not None and self.flusher.busy) and (
+                    stopping or (not backoff and not ready)):
                 break
 
             self.reporter.tick()
-            self._wait(running, draining, ready_at, now)
+            self._wait(running, draining, backoff, self.clock())
 
         for sid, st in state.items():
             if st in ("waiting", "backoff"):
                 state[sid] = "pending"
         return self.out
 
+    # -- the batch ------------------------------------------------------------------------------
+
+    def _record(self, what: str, event: dict[str, Any]) -> None:
+        self._events.append(event)
+        self._what.append(what)
+
+    def _later(self, fn: Callable[..., None], *args: Any) -> None:
+        self._after.append(lambda: fn(*args))
+
+    def _commit(self) -> None:
+        if self.flusher is not None and self.flusher.busy:
+            return  # collected meanwhile: goes out as the next batch
+        events, what, after = self._events, self._what, self._after
+        self._events, self._what, self._after = [], [], []
+        if not events:
+            for fn in after:
+                fn()
+            return
+        # A batch that only starts steps is journaled without a rewrite of the snapshot file;
+        # one with an outcome may refresh it (the store's policy decides).
+        lazy = all(e.get("state") == "in_progress" for e in events)
+        label = ", ".join(what[:5]) + (f" and {len(what) - 5} more" if len(what) > 5 else "")
+        if self.flusher is not None:
+            self.flusher.submit(label, events, lazy, after)
+            return
+        self.w.write(label, events, lazy=lazy)
+        for fn in after:
+            fn()
+
+    def _block_dependents(self, root_failed: str, state: dict[str, str]) -> None:
+        """keep-going: every waiting step downstream of a final failure is dep_blocked on its root,
+        each once (a breadth-first walk over the dependents)."""
+        root = self.blocked_root.get(root_failed, root_failed)
+        queue = [root_failed]
+        while queue:
+            parent = queue.pop()
+            for child in self.dependents.get(parent, ()):
+                if state[child] != "waiting":
+                    continue
+                state[child] = "dep_blocked"
+                self.blocked_root[child] = root
+                step = self.steps[child]
+                self._record(f"{child} -> dep_blocked", verbs.unit(
+                    child, "dep_blocked", note=f"blocked by {root}", deps=list(step.needs),
+                    fields={"blockedBy": root}))
+                self._later(self.reporter.step_blocked, step, root)
+                queue.append(child)
+
     # -- pieces ---------------------------------------------------------------------------------
 
-    def _wait(self, running: Mapping[str, _Attempt], draining: list[_Draining],
-              ready_at: Mapping[str, float], now: float) -> None:
+    def _wait(self, running: Mapping[str, Attempt], draining: list[Draining],
+              backoff: list[tuple[float, int, str]], now: float) -> None:
         timeout = _MAX_WAIT
         for a in running.values():
             if a.deadline is not None and not a.timed_out:
                 timeout = min(timeout, a.deadline - now)
             if a.kill_at is not None and not a.killed:
                 timeout = min(timeout, a.kill_at - now)
-        for t in ready_at.values():
-            timeout = min(timeout, t - now)
+        if backoff:
+            timeout = min(timeout, backoff[0][0] - now)
         if draining:
             timeout = min(timeout, 0.02)
         timeout = max(timeout, 0.0)
-        fds = [a.handle.fileno() for a in running.values()]
-        if running and all(f is not None for f in fds):
-            # pidfds become readable when the process exits: no polling latency per step.
+        fds: list[int | None] = [a.handle.fileno() for a in running.values() if not a.launching]
+        if self.launcher is not None and self.launcher.pending > 0:
+            fds.append(self.launcher.fileno())
+        if self.flusher is not None and self.flusher.busy:
+            fds.append(self.flusher.fileno())
+        if fds and all(f is not None for f in fds):
+            # pidfds become readable when the process exits, the launcher's pipe when a launch is
+            # done: no polling latency per step.
             poller = select.poll()
             for f in fds:
                 assert f is not None
@@ -330,114 +415,78 @@ class Scheduler:
             env[TOKEN_ENV] = self.groups.secret
         return env
 
-    def _start(self, step: Step, n: int) -> _Attempt:
+    def _prepare(self, step: Step, n: int) -> Attempt:
+        """The attempt, with its ``in_progress`` record in the pass's batch; started by ``_launch``
+        once the batch is durable."""
         log = self.log_path(step, n)
         unit = self.units.get(step.id)
         prev_fp = unit.get("fingerprint") if isinstance(unit, Mapping) else None
         # Taken before the process starts: an input edited while the step runs must re-run it.
         fprint = fp.fingerprint(step, prev_fp if isinstance(prev_fp, Mapping) else None)
         wall = self.wallclock()
-        self.w.unit(step.id, "in_progress", deps=list(step.needs),
-                    attempt={"n": n, "status": "running", "startedAt": stamp(wall, ms=True), "log": log},
-                    fields={"command": step.command_text, "log": log})
-        started = self.clock()
+        self._record(f"{step.id} -> in_progress", verbs.unit(
+            step.id, "in_progress", deps=list(step.needs),
+            attempt={"n": n, "status": "running", "startedAt": stamp(wall, ms=True), "log": log},
+            fields={"command": step.command_text, "log": log}))
+        attempt = Attempt(step, n, NOT_STARTED, 0.0, wall, log, fprint, None, launching=True)
+        self._later(self._launch, attempt)  # once the record is durable
+        return attempt
+
+    def _launch(self, a: Attempt) -> None:
+        step = a.step
+        a.started = self.clock()
+        if self.launcher is not None:
+            self.launcher.submit(a, step.argv, step.cwd, self._env(step, a.n), a.log)
+            return
         try:
-            handle = self.spawn(step.argv, step.cwd, self._env(step, n), log)
+            handle: StepHandle | BaseException = self.spawn(step.argv, step.cwd, self._env(step, a.n), a.log)
         except OSError as exc:
-            handle = _FailedSpawn(f"resumable: cannot start step {step.id!r}: {exc}\n", log)
-        if self.groups is not None and handle.pgid > 0:
-            self.groups.track(LeftoverGroup(handle.pgid, handle.token, self.groups.secret))
-        self.reporter.step_started(step, n)
-        deadline = started + step.timeout if step.timeout else None
-        return _Attempt(step, n, handle, started, wall, log, fprint, deadline)
+            handle = exc
+        self._launched(a, handle)
+
+    def _launched(self, a: Attempt, result: StepHandle | BaseException) -> None:
+        """The process of ``a`` started (or could not): track it, report it, and if the run was
+        interrupted meanwhile, stop it at once."""
+        step = a.step
+        a.launching = False
+        if isinstance(result, OSError):
+            result = FailedSpawn(f"resumable: cannot start step {step.id!r}: {result}\n", a.log)
+        elif isinstance(result, BaseException):
+            raise result
+        a.handle = result
+        if self.groups is not None and result.pgid > 0:
+            self.groups.track(LeftoverGroup(result.pgid, result.token, self.groups.secret))
+        self.reporter.step_started(step, a.n)
+        a.deadline = a.started + step.timeout if step.timeout else None
+        if a.interrupted:
+            if self.handled_interrupts >= 2:
+                result.kill()
+                a.killed = True
+            else:
+                result.terminate()
 
     def _release(self, handle: StepHandle) -> None:
         handle.close()
         if self.groups is not None and handle.pgid > 0:
             self.groups.untrack(handle.pgid)
 
-    def _finish(self, a: _Attempt, code: int, now: float) -> str:
+    def _finish(self, a: Attempt, code: int, now: float) -> str:
+        """The attempt's outcome, recorded in the pass's batch (reported once it is durable)."""
         step = a.step
-        duration = round(now - a.started, 3)
-        exit_code = 128 - code if code < 0 else code  # signals as the shell shows them
-        reason = ""
-        artifacts: dict[str, Any] = {}
-        if a.interrupted:
-            status = "interrupted"
-        elif a.timed_out:
-            status = "timeout"
-        elif code != 0:
-            status = "failed"
+        status, exit_code, event = finished_attempt(a, code, now, self.wallclock())
+        self._record(f"{step.id} -> {status}", event)
+        if status != "done":  # what the conclusion needs, for the steps that did not finish
+            self.out.attempts[step.id] = self.out.attempts.get(step.id, 0) + 1
+            self.out.last_exit[step.id] = exit_code
+            self.out.logs[step.id] = a.log
         else:
-            artifacts = fp.artifact_records(step)
-            missing = [p for p, rec in artifacts.items() if rec is None]
-            if missing:
-                status, exit_code = "failed", MISSING_ARTIFACT_EXIT
-                reason = f"exited 0 but artifact missing: {', '.join(missing)}"
-                _append_log(a.log, f"\nresumable: {reason}\n")
-            else:
-                status = "done"
-        attempt: dict[str, Any] = {
-            "n": a.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
-            "finishedAt": stamp(self.wallclock(), ms=True), "exitCode": exit_code, "duration": duration,
-            "log": a.log,
-        }
-        if code < 0:
-            attempt["signal"] = -code
-        if reason:
-            attempt["reason"] = reason
-        fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code,
-                                  "log": a.log}
-        if status == "done":
-            fields["fingerprint"] = a.fingerprint
-            fields["artifacts"] = artifacts
-        note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
-        self.w.unit(step.id, status, note=note, attempt=attempt, fields=fields)
-        self.out.attempts[step.id] = self.out.attempts.get(step.id, 0) + 1
-        self.out.last_exit[step.id] = exit_code
-        self.out.logs[step.id] = a.log
-        self.out.durations[step.id] = duration
-        if status == "done":
-            self.reporter.step_finished(step, a.n, status, duration, exit_code, a.log, None)
+            self._later(self.reporter.step_finished, step, a.n, status, round(now - a.started, 3), exit_code,
+                        a.log, None)
         return status
 
 
-def _append_log(path: str, text: str) -> None:
-    try:
-        # Never through a planted link, never blocking on a FIFO (see process.open_log).
-        with os.fdopen(fsio.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8") as f:
-            f.write(text)
-    except OSError:
-        pass
-
-
-class _FailedSpawn:
-    """Stands in for a process that could not start (bad cwd, missing program): exit 127."""
-
-    pid = 0
-    pgid = 0
-    token: str | None = None
-
-    def __init__(self, message: str, log: str) -> None:
-        _append_log(log, message)
-
-    def poll(self) -> int | None:
-        return 127
-
-    def terminate(self) -> None:
-        pass
-
-    def kill(self) -> None:
-        pass
-
-    def leftovers(self) -> bool:
-        return False
-
-    def fileno(self) -> int | None:
-        return None
-
-    def close(self) -> None:
-        pass
+def _steps(n: int) -> str:
+    return f"{n} step{'' if n == 1 else 's'}"
 
 
 def install_signal_handlers(scheduler: Scheduler) -> Callable[[], None]:

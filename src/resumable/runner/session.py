@@ -6,6 +6,7 @@ left, plan, schedule, conclude. ``run(options)`` is the whole lifecycle; the cli
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -17,14 +18,13 @@ from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
 from resumable.runner import explain, process
 from resumable.runner.conclude import conclude
-from resumable.runner.jobfile import DEFAULT_GRACE, Job, Step, job_from_flags, load_job_file
+from resumable.runner.jobfile import DEFAULT_GRACE, DEFAULT_JOB_FILE, Job, Step, load_job_file
+from resumable.runner.jobflags import job_from_flags
 from resumable.runner.options import RunOptions
 from resumable.runner.writer import SafeWriter
 
 if TYPE_CHECKING:
     from resumable.store.backend import Backend, RunHandle, RunnerLease
-
-DEFAULT_JOB_FILE = "resumable.toml"
 
 
 def load_job(opts: RunOptions) -> Job:
@@ -66,6 +66,33 @@ def open_backend(opts: RunOptions, job: Job | None) -> Backend:
 
 def run(opts: RunOptions) -> int:
     """Run the job as the options say and return the exit code; raises ResumableError."""
+    import gc
+
+    # A big job and its run are millions of objects that live as long as the runner: the cyclic
+    # collector would walk them over and over while they are built (most of the loading time of a
+    # 100,000-step run). Collection is off while loading, and what was loaded is frozen (never
+    # walked again) before the steps run; both are undone on the way out (run_job may be called
+    # from a long-lived program).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(opts)
+    finally:
+        if gc.get_freeze_count():
+            gc.unfreeze()
+        if enabled:
+            gc.enable()
+
+
+def settle_memory() -> None:
+    """Everything loaded so far lives for the whole run: freeze it, then collect as usual."""
+    import gc
+
+    gc.freeze()
+    gc.enable()
+
+
+def _run(opts: RunOptions) -> int:
     job: Job | None = None
     name = opts.job
     if not ((opts.status or opts.reset) and opts.job and not opts.steps):
@@ -88,14 +115,20 @@ def run(opts: RunOptions) -> int:
             doc = handle.load() or {}
             units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
             assert isinstance(units, dict)
+            if job.reconcile is not None:
+                units = reconciled_view(job, doc, units)
             decisions = explain.plan(job, units, force=opts.force)
+            from resumable.core.text import escape_controls
+
             if opts.explain:
-                print(decisions[job.step(opts.explain).id].line())
+                print(escape_controls(decisions[job.step(opts.explain).id].line()))
                 return 0
-            for d in decisions.values():
-                print(d.line())
+            # Reasons carry file names (inputs, artifacts): data, escaped. One write for all the
+            # lines: a 100,000-step plan prints in a blink.
+            lines = [d.line() for d in decisions.values()]
             n = sum(d.run for d in decisions.values())
-            print(f"{n} to run, {len(decisions) - n} to skip (dry run: nothing executed or written)")
+            lines.append(f"{n} to run, {len(decisions) - n} to skip (dry run: nothing executed or written)")
+            sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
             return 0
         return execute(job, backend, handle, opts)
     finally:
@@ -145,8 +178,9 @@ def reap_leftovers(lease: RunnerLease, warn: Any) -> None:
 
 
 def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> int:
+    from resumable.runner.attempt import next_attempt_number
     from resumable.runner.display import make_reporter
-    from resumable.runner.scheduler import Options, Scheduler, install_signal_handlers, next_attempt_number
+    from resumable.runner.scheduler import Options, Scheduler, install_signal_handlers
 
     reporter = make_reporter(opts.quiet, verbose=opts.verbose)
     lease = backend.lease(job.name)
@@ -158,37 +192,59 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         if not handle.exists():
             writer.write("init", [verbs.init(f"resumable run {job.name}", job.name,
                                              units=[s.id for s in job.steps], launch=launch)])
-        writer.write("begin", [verbs.begin(launch)])
-        units = _units(writer.doc)
+        doc = writer.doc
+        units = _units(doc)
         now = stamp(time.time(), ms=True)
         # A unit still in_progress belongs to a runner that died (we hold the lease and reaped its
         # processes): its attempt counts, and is closed as interrupted before the step runs again.
-        for sid, u in list(units.items()):
+        closing: list[dict[str, Any]] = []
+        for sid, u in units.items():
             if isinstance(u, dict) and u.get("status") == "in_progress":
                 n = next_attempt_number(u) - 1
                 att = {"n": n, "status": "interrupted", "finishedAt": now} if n > 0 else None
-                writer.unit(sid, "interrupted", note="runner died during this step", attempt=att)
-        units = _units(writer.doc) or units
+                closing.append(verbs.unit(sid, "interrupted", note="runner died during this step", attempt=att))
+        if closing:
+            writer.write(f"{len(closing)} interrupted step(s) of a dead runner", closing)
+            units = _units(writer.doc) or units
+        if job.reconcile is not None and reconcile(job, writer, doc, reporter):
+            units = _units(writer.doc) or units
         decisions = explain.plan(job, units, force=opts.force)
+        if not closing and nothing_to_do(job, doc, decisions, launch):
+            # As make with nothing to do: no write at all (a 100,000-step run would otherwise
+            # rewrite its whole snapshot to record that nothing happened).
+            reporter.start(job, decisions, {})
+            reporter.close()
+            print(f"{job.name}: done ({len(decisions)} skipped)")
+            return 0
+        writer.begin(launch)
+        # One batch (one flush) for every step's bookkeeping before the work starts, however many.
+        prepare: list[dict[str, Any]] = []
         for s in job.steps:
             d = decisions[s.id]
             if d.invalidate:
-                writer.invalidate(s.id, d.reason)
+                prepare.append(verbs.invalidate(s.id, d.reason))
             elif s.id not in units:
-                writer.unit(s.id, "pending", deps=list(s.needs), fields={"command": s.command_text})
+                prepare.append(verbs.unit(s.id, "pending", deps=list(s.needs), fields={"command": s.command_text}))
+        if prepare:
+            writer.write(f"{len(prepare)} step(s) to run: invalidations and new units", prepare, lazy=True)
 
         logs_dir = os.path.abspath(opts.logs_dir) if opts.logs_dir else handle.log_dir()
 
         def log_path(step: Step, n: int) -> str:
             return step.log or os.path.join(logs_dir, f"{step.id}.{n}.log")
 
+        jobs = opts.jobs if opts.jobs > 0 else (os.cpu_count() or 1)
         sched = Scheduler(
             job, writer, units, decisions,
             Options(jobs=opts.jobs, keep_going=opts.keep_going, max_failures=opts.max_failures,
                     force=opts.force),
             spawner=process.spawn, reporter=reporter, log_path=log_path, groups=lease,
+            # Starting processes is most of a short step's cost: with parallel slots, start them
+            # side by side (runner.launcher); one slot gains nothing from a thread.
+            launch_threads=min(jobs, 4) if jobs > 1 else 0,
         )
-        reporter.start(job, decisions, _estimates(units))
+        settle_memory()
+        reporter.start(job, decisions, _estimates(units) if reporter.wants_estimates else {})
         restore = install_signal_handlers(sched)
         try:
             out = sched.run()
@@ -204,6 +260,55 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         return code
     finally:
         lease.release()
+
+
+def nothing_to_do(job: Job, doc: Mapping[str, Any], decisions: Mapping[str, explain.Decision],
+                  launch: Mapping[str, Any]) -> bool:
+    """Whether this invocation would change nothing: every step skips, the run is already done,
+    launched the same way, and every unit the job no longer has is done."""
+    if doc.get("status") != "done" or doc.get("launch") != launch:
+        return False
+    if any(d.run for d in decisions.values()):
+        return False
+    units = _units(doc)
+    if len(units) == len(decisions):
+        return True
+    return all(isinstance(u, dict) and u.get("status") == "done"
+               for uid, u in units.items() if uid not in decisions)
+
+
+def reconcile(job: Job, writer: SafeWriter, doc: Mapping[str, Any], reporter: Any) -> bool:
+    """[job] reconcile: trust git over the checkpoint before planning. A step whose Task-Id trailer
+    is on a commit reachable from the ref is marked done (and skipped: "integrated in <sha>"); a done
+    step with no such commit gets an open stale-done blocker. True when something was written."""
+    from resumable.git.reconcile import reconcile as plan_reconcile
+
+    assert job.reconcile is not None
+    ref, repo = job.reconcile
+    plan = plan_reconcile(doc, repo, ref, [s.id for s in job.steps], run_id=job.name)
+    for warning in plan.warnings:
+        reporter.warn(warning)
+    events = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
+              for kind, uid, payload in plan.writes]
+    if events:
+        writer.write(f"reconcile against {ref}", events)
+    return bool(events)
+
+
+def reconciled_view(job: Job, doc: Mapping[str, Any], units: dict[str, Any]) -> dict[str, Any]:
+    """The units as a reconcile would leave them, without writing (for --dry-run and --explain)."""
+    from resumable.git.reconcile import NOTE_PREFIX
+    from resumable.git.reconcile import reconcile as plan_reconcile
+
+    assert job.reconcile is not None
+    ref, repo = job.reconcile
+    plan = plan_reconcile(doc, repo, ref, [s.id for s in job.steps], run_id=job.name)
+    view = dict(units)
+    for uid in plan.reconciled:
+        old = units.get(uid)
+        view[uid] = {**(old if isinstance(old, dict) else {}), "status": "done",
+                     "note": NOTE_PREFIX + plan.integrated[uid]}
+    return view
 
 
 def _units(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import html
 import json
+import time
 from collections.abc import Mapping
 from typing import Any, Final
 
 from resumable.core.stamps import stamp
 from resumable.view import status as view
 
+MIN_SPAN: Final = 0.001  # seconds: attempt times have millisecond precision
 VIRTUALISE_ABOVE: Final = 800  # rows; below this every row is in the DOM (hover works anywhere)
 OUTCOMES: Final = ("done", "failed", "timeout", "interrupted", "running", "blocked", "other")
 _ATTEMPT_OUTCOME: Final = {
@@ -92,9 +94,11 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
         if now is not None and doc.get("status") in view.LIVE:
             run_end = max(run_end or now, now)
     t0 = min(starts) if starts else (view.parse_ts(doc.get("createdAt")) or 0.0)
-    t1 = max([t0, *ends, *([run_end] if run_end is not None else [])])
-    if raw and run_end is None:
-        t1 = max(t1, max(starts))
+    # The axis ends where the data ends: the run's own (second-precision) finish would add idle
+    # time after the last attempt. Only an attempt with no finish runs to the run's end (or now).
+    t1 = max([t0, *starts, *ends])
+    if run_end is not None and (not raw or any(b[2] is None for b in raw)):
+        t1 = max(t1, run_end)
     bars: list[list[Any]] = []
     for row, start, end, outcome, n, code, dur in raw:
         is_open = end is None
@@ -109,19 +113,21 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
     rows = [rows[r] for r in order]
     for b in bars:
         b[0] = position[b[0]]
-    return {"t0": t0, "span": max(t1 - t0, 1.0), "rows": rows, "bars": bars,
+    # The axis spans the data exactly (a run of fast steps is not squeezed into a corner of a
+    # one-second axis); the page draws every bar at least a few pixels wide inside it.
+    return {"t0": t0, "span": max(t1 - t0, MIN_SPAN), "rows": rows, "bars": bars,
             "outcomes": list(OUTCOMES)}
 
 
-def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any],
+                    now: float | None = None) -> list[tuple[str, str, str]]:
     """(label, value, css class) cards for the header."""
     t = view.tally(doc, keep=0)
     bars = tl["bars"]
     units_with_bars = len({b[0] for b in bars})
     retries = len(bars) - units_with_bars
-    created = view.parse_ts(doc.get("createdAt"))
-    end = view.parse_ts(doc.get("finishedAt")) or view.parse_ts(doc.get("updatedAt"))
-    wall = view.fmt_dur(end - created) if created is not None and end is not None else "—"
+    ran = view.ran_seconds(doc, now if now is not None else time.time())
+    wall = view.fmt_dur(ran) if ran is not None else "—"
     cards = [("units", str(t.total), ""), ("done", str(t.done), "done")]
     for b in ("failed", "timeout", "in_progress", "blocked", "dep_blocked", "pending",
               "interrupted", "malformed"):
@@ -130,7 +136,7 @@ def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any]) -> list[tuple
             cards.append(("running" if b == "in_progress" else b.replace("_", " "), str(n),
                           b if n else "zero"))
     cards += [("attempts", str(len(bars)), ""), ("retries", str(retries), ""),
-              ("wall time", wall, "")]
+              ("ran", wall, "")]
     return cards
 
 
@@ -165,7 +171,7 @@ def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = 
     cards = "".join(
         f'<div class="card {html.escape(cls)}"><div class="num">{html.escape(v)}</div>'
         f'<div class="lbl">{html.escape(k)}</div></div>'
-        for k, v, cls in summary_numbers(doc, tl)
+        for k, v, cls in summary_numbers(doc, tl, now)
     )
     open_items = doc.get("openItems")
     open_list = open_items if isinstance(open_items, list) else []

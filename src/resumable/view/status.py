@@ -92,6 +92,28 @@ def fmt_age(ts: object, now: float) -> str:
     return f"{s // 86400}d ago"
 
 
+def ran_seconds(doc: Mapping[str, Any], now: float, *, open_session: bool = True) -> float | None:
+    """How long the run actually ran. A runner's run sums its sessions (``ranSeconds``, kept by the
+    begin and finalize events), so the idle time between invocations is not counted; an open
+    session counts up to now while the run is live, else up to its last write (a runner that died).
+    A run written only by the seed verbs ran from its creation to its finish (or last update)."""
+    total = doc.get("ranSeconds")
+    session = parse_ts(doc.get("sessionStartedAt"))
+    counted = total if isinstance(total, (int, float)) and not isinstance(total, bool) else None
+    if counted is not None or session is not None:
+        ran = float(counted or 0.0)
+        if session is not None and open_session:
+            end = now if doc.get("status") in LIVE else parse_ts(doc.get("updatedAt"))
+            if end is not None:
+                ran += max(end - session, 0.0)
+        return ran
+    created = parse_ts(doc.get("createdAt"))
+    end = parse_ts(doc.get("finishedAt")) or parse_ts(doc.get("updatedAt"))
+    if created is None or end is None or (doc.get("status") in LIVE and not doc.get("finishedAt")):
+        return None
+    return end - created
+
+
 def one_line(value: object, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
@@ -106,6 +128,8 @@ def unit_bucket(unit: object) -> str:
     """The state a unit is counted under: its status, 'malformed', or 'unknown'."""
     if not isinstance(unit, dict):
         return "malformed"
+    if unit.get("removed") is True:
+        return "removed"  # a step the job file no longer has: shown, never counted in done/total
     st = unit.get("status")
     if not isinstance(st, str):
         return "malformed"
@@ -186,6 +210,8 @@ def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
     for uid, unit in units.items():
         b = unit_bucket(unit)
         counts[b] = counts.get(b, 0) + 1
+        if b == "removed":
+            continue
         if b != "done" and b != "pending":
             ids = first.setdefault(b, [])
             if len(ids) < keep:
@@ -196,7 +222,7 @@ def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
                 t.reconciled_count += 1
                 if len(t.reconciled) < keep:
                     t.reconciled.append((uid, note))
-    t.total = len(units)
+    t.total = len(units) - counts.get("removed", 0)
     return t
 
 
@@ -306,32 +332,46 @@ def render_status(
     here: str | None = None,
     detail_limit: int = DETAIL_LIMIT,
     show_eta: bool = False,
+    runner: str | None = None,
+    overlay: Sequence[Line] = (),
+    runs_dir: str | None = None,
 ) -> list[Line]:
-    """The default status view of one run, in the seed's order (§1.6), O(N) in units."""
+    """The default status view of one run, in the seed's order (§1.6), O(N) in units.
+
+    ``runner`` is "live" or "gone" for a run that `resumable run` started (whether its runner
+    holds the run now), None when that does not apply; ``overlay`` the live workflow lines;
+    ``runs_dir`` a line saying which runs directory was found, when it was found by walking up."""
     out: list[Line] = []
     units_raw = doc.get("units")
     units: Mapping[str, Any] = units_raw if isinstance(units_raw, dict) else {}
     status = doc.get("status")
     task = doc.get("task")
-    out.append([*_badge(status), ("  ", ""), (one_line(task, 200) if task else "(no task)",
-                                                  "bold")])
+    stopped = runner == "gone" and status in LIVE
+    badge = [("↯ STOPPED", "bold magenta")] if stopped else _badge(status)
+    out.append([*badge, ("  ", ""), (one_line(task, 200) if task else "(no task)", "bold")])
+    if stopped:
+        out.append([(f"its runner is not running: the run is marked {status} but nothing works on it;"
+                     " resume it with the command below", "magenta")])
     run_id = doc.get("id")
     created = parse_ts(doc.get("createdAt"))
-    finished = parse_ts(doc.get("finishedAt"))
     stamp_line: Line = [("id " + (str(run_id) if run_id is not None else "?"), "dim")]
     stamp_line.append((f" · started {doc.get('createdAt') or '?'}", "dim"))
     stamp_line.append((f" · updated {doc.get('updatedAt') or '?'}", "dim"))
-    if created is not None:
-        if finished is not None:
-            stamp_line.append((f" · ran {fmt_dur(finished - created)}", "dim"))
+    session = parse_ts(doc.get("sessionStartedAt"))
+    if status in LIVE and session is not None:
+        before = ran_seconds(doc, now, open_session=False)
+        stamp_line.append((f" · running for {fmt_dur(now - session)}"
+                           + (f" (ran {fmt_dur(before)} before)" if before else ""), "dim"))
+    elif created is not None:
+        ran = ran_seconds(doc, now)
+        if ran is not None:
+            stamp_line.append((f" · ran {fmt_dur(ran)}", "dim"))
         elif status in LIVE:
             stamp_line.append((f" · running for {fmt_dur(now - created)}", "dim"))
-        else:
-            upd = parse_ts(doc.get("updatedAt"))
-            if upd is not None:
-                stamp_line.append((f" · ran {fmt_dur(upd - created)}", "dim"))
     out.append(stamp_line)
     out.append([("file     ", "dim"), (file, "")])
+    if runs_dir:
+        out.append([("runs     ", "dim"), (runs_dir, "dim")])
     pipeline = doc.get("pipeline")
     if isinstance(pipeline, dict):
         refs = [_str(pipeline.get(k)) for k in ("integrationRef", "targetRef")]
@@ -349,7 +389,7 @@ def render_status(
     bar_w = max(10, min(40, width - 34))
     out.append([("units    ", "dim"), *progress_bar(t.done, t.total, bar_w)])
     chips: Line = [("         ", "")]
-    for i, b in enumerate((*COUNT_ORDER, "interrupted", "malformed", "unknown")):
+    for i, b in enumerate((*COUNT_ORDER, "interrupted", "malformed", "unknown", "removed")):
         n = t.counts.get(b, 0)
         if b not in COUNT_ORDER and n == 0:
             continue
@@ -388,13 +428,13 @@ def render_status(
             out.append([(f"  … and {more} more ({parts}); list them with --units STATE", "dim")])
     if t.reconciled_count:
         for uid, note in t.reconciled[:RECONCILED_LIMIT]:
-            sha = note.partition(":")[2].strip() or "?"
-            out.append([("  ↺ ", "cyan"), (uid, "bold"),
-                        (f"  reconciled from commit trailer {sha}", "dim")])
+            # The seed's words, verbatim: scripts grep for reconciled-from-trailer:<sha>.
+            out.append([("  ↺ ", "cyan"), (uid, "bold"), (f"  {one_line(note, 120)}", "dim")])
         rest = t.reconciled_count - min(len(t.reconciled), RECONCILED_LIMIT)
         if rest > 0:
             out.append([(f"  … and {rest} more reconciled from commit trailers", "dim")])
 
+    out.extend(overlay)
     open_items = doc.get("openItems")
     open_list = open_items if isinstance(open_items, list) else []
     resolved = doc.get("resolvedItems")
@@ -410,15 +450,16 @@ def render_status(
     req = " (required)" if doc.get("requireValidation") is True else ""
     if isinstance(fv, dict) and fv.get("status") in ("green", "red"):
         green = fv.get("status") == "green"
-        vline: Line = [("final    ", "dim"),
-                       ("✓ green" if green else "✗ red", "bold green" if green else "bold red")]
+        # The seed's words (`validation green` / `validation red`), which scripts grep for.
+        vline: Line = [("validation ", "dim"),
+                       ("green ✓" if green else "red ✗", "bold green" if green else "bold red")]
         if _str(fv.get("at")):
             vline.append((f"  at {fv['at']}", "dim"))
         if _str(fv.get("note")):
             vline.append(("  — " + one_line(fv["note"], 120), ""))
         out.append(vline)
     else:
-        out.append([("final    ", "dim"), ("— not recorded" + req, "dim")])
+        out.append([("validation ", "dim"), ("not recorded" + req, "dim")])
     if doc.get("result") is not None:
         out.append([("result   ", "dim"), (one_line(doc.get("result"), 300), "")])
 
@@ -485,11 +526,8 @@ def list_line(
     rid = doc.get("id")
     rid_s = rid if isinstance(rid, str) and rid else path_name.removesuffix(".json")
     phase = _str(doc.get("currentPhase")) or "—"
-    units = doc.get("units")
-    total = done = 0
-    if isinstance(units, dict):
-        total = len(units)
-        done = sum(1 for u in units.values() if isinstance(u, dict) and u.get("status") == "done")
+    counted = tally(doc, keep=0)
+    total, done = counted.total, counted.done
     when = doc.get("updatedAt") or doc.get("createdAt")
     return [(f"{glyph} ", style), (f"{rid_s:<26}", "bold"), (f" {phase:<14}", ""),
             (f" {done}/{total}".ljust(14), ""), (f" {fmt_age(when, now)}", "dim")]

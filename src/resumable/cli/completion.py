@@ -1,0 +1,196 @@
+"""``resumable completion bash|zsh|fish``: the shell completion script, and what it completes.
+
+Completion goes through click's protocol: the script a shell loads calls ``resumable`` again with
+``_RESUMABLE_COMPLETE=<shell>_complete`` and the words typed so far (``COMP_WORDS`` /
+``COMP_CWORD``), and prints the candidates (the launcher, ``cli.main``, hands such a call to click
+even though it carries no arguments). Besides commands and options, it completes:
+
+- run ids, for every RUN argument (``status``, ``report``, ``log``, ``reconcile``, ``rerun`` and
+  the seed verbs), from the names of the ``*.json`` files in the runs directory (``--dir`` typed
+  earlier on the line, else found as every command finds it): a directory listing, nothing loaded,
+  so a runs directory of thousands of large runs completes at once;
+- a seed verb's state words (``unit r a <TAB>``: the unit states; ``finalize r <TAB>``: ...);
+- step ids for ``resumable run --explain``, from the job file's ``[steps.*]`` tables (or the
+  ``--step ID:COMMAND`` flags typed before it).
+
+A completion never prints an error: whatever goes wrong (no runs directory, an unreadable job
+file), it offers nothing and the shell falls back to its own completion.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import click
+
+from resumable.cli.errors import command_class
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+SHELLS = ("bash", "zsh", "fish")
+COMPLETE_VAR = "_RESUMABLE_COMPLETE"  # click's name for it: _<PROG_NAME>_COMPLETE
+_MAX_JOB_FILE = 16 << 20  # a job file larger than this is not worth parsing for a completion
+
+_HELP = """Print the shell completion script for SHELL (bash, zsh or fish).
+
+\b
+Load it from your shell's start-up file:
+  bash (~/.bashrc):   eval "$(resumable completion bash)"
+  zsh  (~/.zshrc):    eval "$(resumable completion zsh)"
+  fish:               resumable completion fish > ~/.config/fish/completions/resumable.fish
+
+Commands, options, run ids (from the runs directory), seed verbs' states and the step ids of
+`resumable run --explain` then complete with TAB.
+"""
+
+
+@click.command("completion", cls=command_class(), help=_HELP,
+               short_help="Print the shell completion script (bash, zsh, fish).")
+@click.argument("shell", type=click.Choice(SHELLS), metavar="SHELL")
+@click.pass_context
+def completion_command(ctx: click.Context, shell: str) -> None:
+    from click.shell_completion import get_completion_class
+
+    cls = get_completion_class(shell)
+    assert cls is not None  # one of SHELLS, which click registers
+    click.echo(cls(ctx.find_root().command, {}, "resumable", COMPLETE_VAR).source(), nl=False)
+
+
+# --- what completes ------------------------------------------------------------------------------
+
+
+def _items(values: list[str], incomplete: str) -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(v) for v in values if v.startswith(incomplete)]
+
+
+def _as_path(incomplete: str) -> list[CompletionItem]:
+    """Leave it to the shell's own file name completion (a run given as a ``.json`` path)."""
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="file")]
+
+
+def run_ids(runs_dir: str | None, store_url: str | None) -> list[str]:
+    """The runs a RUN argument may name: the stems of the ``*.json`` files in the runs directory,
+    sorted. Empty for a PostgreSQL store (listing it means connecting) and when there is no runs
+    directory. Only names are read: no run is opened, no file read."""
+    from resumable import store
+
+    if runs_dir is None and store.store_url(store_url) is not None:
+        return []
+    root = store.open_backend(runs_dir).root
+    with os.scandir(root) as entries:
+        names = [e.name[:-5] for e in entries
+                 if e.name.endswith(".json") and e.name[:1].isalnum() and e.is_file(follow_symlinks=False)]
+    return sorted(names)
+
+
+def complete_run(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """``shell_complete`` of a command's RUN argument (its ``--dir`` and ``--store`` are
+    ``runs_dir`` and ``store_url``)."""
+    if os.sep in incomplete or incomplete.startswith("."):
+        return _as_path(incomplete)
+    try:
+        return _items(run_ids(ctx.params.get("runs_dir"), ctx.params.get("store_url")), incomplete)
+    except Exception:
+        return []
+
+
+def step_ids(jobfile: str | None, steps: tuple[str, ...] | list[str] | None) -> list[str]:
+    """The step ids of ``resumable run``: from ``--step ID:COMMAND`` flags when there are any, else
+    the ``[steps.*]`` tables of the job file (default ``./resumable.toml``)."""
+    if steps:
+        return [s.split(":", 1)[0] for s in steps if ":" in s]
+    import stat
+    import tomllib
+
+    path = jobfile or "resumable.toml"
+    # Never block on a FIFO planted under the job file's name; never parse something huge.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_JOB_FILE:
+            return []
+        with os.fdopen(os.dup(fd), "rb") as f:
+            text = f.read().decode("utf-8")
+    finally:
+        os.close(fd)
+    try:  # rtoml, as the runner reads job files: a 100,000-step file in a fraction of a second
+        import rtoml
+
+        table = rtoml.loads(text)
+    except ImportError:
+        table = tomllib.loads(text)
+    found = table.get("steps")
+    return sorted(k for k in found if isinstance(found[k], dict)) if isinstance(found, dict) else []
+
+
+def complete_step(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """``shell_complete`` of ``resumable run --explain STEP``. The option's value being incomplete
+    stops click's parse before the positional JOBFILE: it is then still among the extra args."""
+    jobfile = ctx.params.get("jobfile") or next((a for a in ctx.args if not a.startswith("-")), None)
+    try:
+        return _items(step_ids(jobfile, ctx.params.get("steps")), incomplete)
+    except Exception:
+        return []
+
+
+def _seed_positionals(verb: str) -> list[tuple[str, ...] | None]:
+    """What each positional argument of a seed verb completes to: "run" (run ids), "dir" (a
+    directory), a tuple of words, or None (free text such as a unit id)."""
+    from resumable.core.model import FINAL_STATES, PHASE_STATES, UNIT_STATES
+
+    table: dict[str, list[tuple[str, ...] | None]] = {
+        "unit": [("run",), None, UNIT_STATES],
+        "phase": [("run",), None, PHASE_STATES],
+        "validation": [("run",), ("green", "red", "pass", "ok", "fail")],
+        "finalize": [("run",), FINAL_STATES],
+        "gc": [("dir",)],
+    }
+    return table.get(verb, [("run",)])
+
+
+def complete_seed_verb(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+    """Completion of a seed verb's arguments. The seed verbs parse their own arguments (``cli.seed``),
+    so click sees them as extra args: walk them with the seed parser's option table."""
+    from click.shell_completion import CompletionItem
+
+    from resumable.cli.seed import OPTIONS
+
+    verb = ctx.command.name or ""
+    if verb not in OPTIONS:
+        return []
+    values, flags = OPTIONS[verb]
+    if incomplete.startswith("-"):
+        return [CompletionItem(o) for o in sorted(values | flags | {"--help"}) if o.startswith(incomplete)]
+    tokens = list(ctx.args)
+    if tokens and tokens[-1] in values:  # the value of an option
+        return [CompletionItem(incomplete, type="dir")] if tokens[-1] == "--dir" else []
+    positionals: list[str] = []
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok in values and i + 1 < len(tokens):
+            options[tok] = tokens[i + 1]
+            i += 2
+            continue
+        if not tok.startswith("--"):
+            positionals.append(tok)
+        i += 1
+    kinds = _seed_positionals(verb)
+    kind = kinds[len(positionals)] if len(positionals) < len(kinds) else None
+    if kind == ("dir",):
+        return [CompletionItem(incomplete, type="dir")]
+    if kind == ("run",):
+        if os.sep in incomplete or incomplete.startswith("."):
+            return _as_path(incomplete)
+        try:
+            return _items(run_ids(options.get("--dir"), options.get("--store")), incomplete)
+        except Exception:
+            return []
+    return _items(list(kind), incomplete) if kind else []

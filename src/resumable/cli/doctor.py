@@ -1,0 +1,352 @@
+"""``resumable doctor``: what a user runs when something is odd.
+
+It looks at the installation (version, Python, git), the store in use (the runs directory and how
+it was found, or the PostgreSQL database and whether it answers), the file system under the runs
+directory (does fsync reach the disk, do runs survive a reboot, does flock work), leftovers (temp
+files of killed writers, processes a dead runner left running) and the runs that need someone.
+Each finding is one line; a problem says what to do. Exit 0 when nothing needs doing, 1 otherwise.
+
+Read-only, as ``status`` is: it never writes, creates, locks or signals anything, and spawns
+nothing but ``git --version`` (what it reads from the machine: ``cli.hostinfo``). A database is
+only connected to; its runs are listed only when its schema is current, because the first real
+use of an older schema upgrades it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from resumable import __version__, store
+from resumable.cli.errors import command_class
+from resumable.cli.hostinfo import Lease, carriers, lease_files, mount_of, proc_start
+from resumable.core.model import SCHEMA_VERSION
+from resumable.core.text import escape_controls
+from resumable.errors import ResumableError
+
+if TYPE_CHECKING:
+    from resumable.store.backend import Backend
+
+OK, INFO, WARNING, PROBLEM = "ok", "info", "warning", "problem"
+MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
+NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre", "gpfs",
+                        "afs", "beegfs", "davfs", "virtiofs"})
+_MAX_LINES = 20  # runs listed one per line before "... and N more"
+
+
+class Finding:
+    __slots__ = ("check", "fix", "level", "message")
+
+    def __init__(self, check: str, level: str, message: str, fix: str = "") -> None:
+        self.check = check
+        self.level = level
+        self.message = message
+        self.fix = fix
+
+    def to_json(self) -> dict[str, str]:
+        out = {"check": self.check, "level": self.level, "message": self.message}
+        return {**out, "fix": self.fix} if self.fix else out
+
+
+@click.command("doctor", cls=command_class(), short_help="Check the installation, the store and the runs.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: {version, healthy, checks: [...]}.")
+@click.option("--dir", "runs_dir", metavar="DIR", default=None,
+              help="The runs directory (default: RESUMABLE_DIR, else the nearest .resumable/runs).")
+@click.option("--store", "store_url", metavar="URL", default=None,
+              help="A PostgreSQL store (default: RESUMABLE_STORE, else the runs directory).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=3.0, show_default=True, metavar="SECONDS",
+              help="How long to wait for the database to answer.")
+@click.pass_context
+def doctor_command(ctx: click.Context, as_json: bool, runs_dir: str | None, store_url: str | None,
+                   timeout: float) -> None:
+    """Check the installation, the store and the runs; say what needs doing. Read-only: writes,
+    locks and signals nothing. Exit 0 when healthy, 1 when a line marked "problem" needs doing."""
+    findings = [*installation(), *environment()]
+    try:
+        url = None if runs_dir is not None else store.store_url(store_url)
+    except ResumableError as exc:
+        findings.append(Finding("store", PROBLEM, str(exc)))
+    else:
+        findings += database(url, timeout) if url is not None else runs_directory(runs_dir)
+    healthy = not any(f.level == PROBLEM for f in findings)
+    if as_json:
+        from resumable.core.jsonio import dumps_pretty
+
+        click.echo(dumps_pretty({"version": __version__, "healthy": healthy,
+                                 "checks": [f.to_json() for f in findings]}).decode())
+    else:
+        width = max(len(f.check) for f in findings)
+        for f in findings:
+            text = f"{f.message} — {f.fix}" if f.fix else f.message
+            click.echo(escape_controls(f"{f.level:<8} {f.check:<{width}}  {text}"))
+        problems = sum(f.level == PROBLEM for f in findings)
+        click.echo("healthy: nothing needs doing" if healthy else
+                   f"{problems} problem{'s' if problems != 1 else ''}: each line marked \"problem\" says what to do")
+    ctx.exit(0 if healthy else 1)
+
+
+# --- the installation and the environment -------------------------------------------------------
+
+
+def installation() -> list[Finding]:
+    out = [Finding("version", OK, f"resumable {__version__}, Python {sys.version.split()[0]} ({sys.executable})")]
+    from importlib import metadata
+
+    try:
+        installed = metadata.version("resumable-runs")
+    except metadata.PackageNotFoundError:
+        installed = None
+    if installed is not None and installed != __version__:
+        out.append(Finding("version", WARNING, f"the installed metadata says {installed}, the code {__version__}",
+                           "reinstall: pip install --force-reinstall resumable-runs"))
+    out.append(git())
+    return out
+
+
+def git() -> Finding:
+    import shutil
+    import subprocess
+
+    path = shutil.which("git")
+    if path is None:
+        return Finding("git", WARNING, "git not found on PATH", "install git: `resumable reconcile` needs it")
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Finding("git", WARNING, f"{path} --version failed: {exc}", "check the git installation")
+    if proc.returncode != 0:
+        return Finding("git", WARNING, f"{path} --version exited {proc.returncode}", "check the git installation")
+    return Finding("git", OK, f"{proc.stdout.strip()} ({path})")
+
+
+def environment() -> list[Finding]:
+    out = []
+    if os.environ.get("RESUMABLE_UNSAFE_NO_LOCK"):
+        out.append(Finding("environment", PROBLEM, "RESUMABLE_UNSAFE_NO_LOCK is set: writers do not lock, "
+                           "concurrent writes to a run can be lost", "unset it (it is for tests only)"))
+    if os.environ.get("RESUMABLE_DEBUG"):
+        out.append(Finding("environment", INFO, "RESUMABLE_DEBUG is set: internal errors show tracebacks"))
+    return out
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------------
+
+
+def redact(url: str) -> str:
+    """The URL without its password (in the authority or as a ``password=`` parameter)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
+        query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query)], safe="*")
+        return urlunsplit(parts._replace(netloc=netloc, query=query))
+    except ValueError:
+        return "the database URL (unparsable)"
+
+
+def database(url: str, timeout: float) -> list[Finding]:
+    shown = redact(url)
+    out = [Finding("store", OK, f"PostgreSQL database {shown} (from --store or RESUMABLE_STORE)")]
+    import importlib
+
+    try:
+        psycopg: Any = importlib.import_module("psycopg")  # the optional extra (Any: it may be absent)
+    except ImportError:
+        return [*out, Finding("store", PROBLEM, "the PostgreSQL extra is not installed (no psycopg)",
+                              "pip install 'resumable-runs[postgres]'")]
+    try:
+        # Connecting says whether the server answers and lets us in; no statement is sent.
+        with psycopg.connect(url, connect_timeout=max(1, round(timeout)), application_name="resumable doctor") as conn:
+            version = conn.info.server_version
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return [*out, Finding("store", PROBLEM, f"{shown} does not answer: {first}",
+                              "is the server running? check --store / RESUMABLE_STORE")]
+    out.append(Finding("store", OK, f"the server answers (PostgreSQL {version // 10000}.{version % 10000})"))
+    try:
+        backend = store.open_backend(url=url)
+    except ResumableError as exc:
+        return [*out, Finding("store", PROBLEM, str(exc))]
+    try:
+        found, current = schema(backend)
+        out += found
+        if current:
+            out += runs(backend, {})
+    finally:
+        backend.close()
+    return out
+
+
+def schema(backend: Any) -> tuple[list[Finding], bool]:
+    """(findings, whether the schema is the one this resumable writes). Read with the store's own
+    ``schema_version`` / ``schema_latest``, which apply nothing."""
+    current, latest = getattr(backend, "schema_version", None), getattr(backend, "schema_latest", None)
+    if current is None or latest is None:
+        return [], False
+    try:
+        have, want = current(), latest()
+    except ResumableError as exc:
+        return [Finding("schema", PROBLEM, str(exc))], False
+    if have is None:
+        return [Finding("schema", INFO, f"resumable has not used this database yet (schema {want} is created"
+                        " on first use, or by `resumable db upgrade`)")], False
+    if have > want:
+        return [Finding("schema", PROBLEM, f"schema version {have} is newer than this resumable knows ({want})",
+                        "upgrade resumable: pip install -U 'resumable-runs[postgres]'")], False
+    if have < want:
+        return [Finding("schema", INFO, f"schema version {have}; this resumable upgrades it to {want} on first"
+                        " use (or run `resumable db upgrade`)")], False
+    return [Finding("schema", OK, f"schema version {have}")], True
+
+
+# --- the runs directory --------------------------------------------------------------------------
+
+
+def runs_directory(runs_dir: str | None) -> list[Finding]:
+    try:
+        backend = store.open_backend(runs_dir)
+    except ResumableError as exc:
+        return [Finding("store", PROBLEM, str(exc))]
+    root = backend.root
+    out = [Finding("store", OK, backend.description)]
+    try:
+        st = os.stat(root)
+    except FileNotFoundError:
+        out.append(Finding("store", INFO, "the runs directory does not exist yet: the first run creates it"))
+        return [*out, *filesystem(root)]
+    except OSError as exc:
+        return [*out, Finding("store", PROBLEM, f"cannot use {root}: {exc.strerror}", "check its permissions")]
+    if not stat.S_ISDIR(st.st_mode):
+        return [*out, Finding("store", PROBLEM, f"{root} is not a directory", "move it away, or use --dir")]
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        out.append(Finding("store", PROBLEM, f"{root} is writable by other users (mode {stat.S_IMODE(st.st_mode):o});"
+                           " `resumable run` refuses it", f"chmod go-w {root}"))
+    out += filesystem(root)
+    try:
+        leases = lease_files(root)
+        out += leftovers(root, leases)
+    except OSError as exc:
+        return [*out, Finding("store", PROBLEM, f"cannot list {root}: {exc.strerror or exc}",
+                              "check its permissions")]
+    out += runs(backend, leases)
+    return out
+
+
+def filesystem(root: str) -> list[Finding]:
+    found = mount_of(root)
+    if found is None:
+        return [Finding("filesystem", INFO, "unknown (no /proc/self/mounts): check that fsync reaches the disk")]
+    fstype, dev, mnt, options = found
+    where = f"{fstype} ({dev} on {mnt})"
+    out = []
+    if fstype in MEMORY_FS:
+        out.append(Finding("filesystem", WARNING, f"{where} is memory: fsync is a no-op and runs do not survive"
+                           " a reboot", "for durable runs, use a runs directory on a disk (--dir / RESUMABLE_DIR)"))
+    elif fstype in NETWORK_FS or fstype.startswith("fuse"):
+        out.append(Finding("filesystem", WARNING, f"{where} is a network or FUSE file system: flock may not"
+                           " exclude writers on other hosts and fsync may stop at the client",
+                           "run a run's writers on one host, or use the PostgreSQL store"))
+    if {"nobarrier", "barrier=0"} & options:
+        out.append(Finding("filesystem", WARNING, f"{where} is mounted nobarrier: fsync does not flush the"
+                           " drive's cache, a power cut can lose acknowledged writes", "remount with barriers"))
+    if "ro" in options:
+        out.append(Finding("filesystem", PROBLEM, f"{where} is mounted read-only: runs cannot be written",
+                           "use a writable runs directory"))
+    if not out:
+        out.append(Finding("filesystem", OK, f"{where}: fsync reaches the disk"))
+    try:
+        vfs = os.statvfs(root if os.path.exists(root) else mnt)
+    except OSError:
+        return out
+    free = vfs.f_bavail * vfs.f_frsize
+    if free < 100 << 20:
+        out.append(Finding("filesystem", WARNING, f"{free >> 20} MiB free under {mnt}",
+                           "free some space: a write that finds the disk full is refused"))
+    return out
+
+
+# --- leftovers: processes of dead runners, temp files ---------------------------------------------
+
+
+def leftovers(root: str, leases: dict[str, Lease]) -> list[Finding]:
+    out = []
+    dead = {s: lease for lease in leases.values() if lease.held is False for s in lease.secrets()}
+    for secret, pids in sorted(carriers(set(dead)).items(), key=lambda kv: dead[kv[0]].run_id):
+        run_id = dead[secret].run_id
+        out.append(Finding("leftovers", PROBLEM, f"run {run_id}: {len(pids)} process(es) started by a runner that is"
+                           f" gone still run (pids {', '.join(map(str, sorted(pids)[:10]))})",
+                           "the next `resumable run` of that job stops them first; or stop them yourself"))
+    stale = []
+    with os.scandir(root) as entries:
+        for e in entries:
+            # A killed writer's temp file: .<run>.json.tmp.<pid> (its pid no longer alive).
+            if e.name.startswith(".") and ".tmp." in e.name:
+                pid = e.name.rsplit(".", 1)[1]
+                if not (pid.isdigit() and proc_start(int(pid)) is not None):
+                    stale.append(e.name)
+    if stale:
+        out.append(Finding("leftovers", WARNING, f"{len(stale)} temp file(s) left by killed writers in {root}"
+                           f" ({', '.join(sorted(stale)[:3])}{' …' if len(stale) > 3 else ''})",
+                           "harmless: the next write to that run removes them"))
+    if not out:
+        out.append(Finding("leftovers", OK, "no temp files or processes left behind"))
+    return out
+
+
+# --- runs that need someone ------------------------------------------------------------------------
+
+
+def runs(backend: Backend, leases: dict[str, Lease]) -> list[Finding]:
+    try:
+        entries = backend.list_runs()
+    except ResumableError as exc:
+        return [Finding("runs", PROBLEM, str(exc))]
+    out = []
+    for entry in entries:
+        doc = entry.doc
+        rid = entry.run_id
+        if doc is None:
+            out.append(Finding("runs", PROBLEM, f"{entry.location} cannot be read: {entry.error}",
+                               "see the error; `resumable status` shows the file"))
+            continue
+        status = doc.get("status")
+        version = doc.get("schemaVersion")
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            # Written by a newer resumable: this one refuses to write it and may misread it.
+            out.append(Finding("runs", PROBLEM, f"run {rid} has schemaVersion {version}, newer than this resumable"
+                               f" knows ({SCHEMA_VERSION})", "upgrade resumable: pip install -U resumable-runs"))
+        elif status == "needs_attention":
+            out.append(Finding("runs", PROBLEM, f"run {rid} needs attention",
+                               f"`resumable status {rid}` says what failed; `resumable status {rid} --resume` how"
+                               " to resume"))
+        elif status in ("running", "initializing") and _runner_gone(backend, doc, leases):
+            out.append(Finding("runs", PROBLEM, f"run {rid} is {status} but its runner is gone (stopped)",
+                               f"resume it: `resumable status {rid} --resume` prints the command"))
+    live = sum(1 for e in entries if e.doc is not None and e.doc.get("status") in ("running", "initializing"))
+    if len(out) > _MAX_LINES:
+        more = len(out) - _MAX_LINES
+        out = [*out[:_MAX_LINES], Finding("runs", PROBLEM, f"… and {more} more", "`resumable status --list`")]
+    summary = f"{len(entries)} run{'s' if len(entries) != 1 else ''}, {live} running"
+    return [Finding("runs", OK if not out else INFO, summary), *out]
+
+
+def _runner_gone(backend: Backend, doc: dict[str, Any], leases: dict[str, Lease]) -> bool:
+    """Whether a run started by `resumable run` has lost its runner (other runs, such as a seed
+    tool's, are "running" while their agent works, with no runner at all)."""
+    launch = doc.get("launch")
+    rid = doc.get("id")
+    if not (isinstance(launch, dict) and launch.get("kind") == "resumable" and isinstance(rid, str)):
+        return False
+    if rid in leases:
+        return leases[rid].held is False
+    # A runs directory without the run's lease file: no runner ever held it here. Elsewhere
+    # (PostgreSQL) asking means trying the lease, which a doctor never does.
+    return getattr(backend, "runs", None) is not None

@@ -1,0 +1,33 @@
+"""Durable Python functions: steps whose results survive a crash, in plain Python code.
+
+    run = resumable.open_run("ingest", task="embed every document")   # opens or resumes
+
+    @run.step                                   # or @run.step(key=lambda doc_id: doc_id, retries=3)
+    def embed(doc_id: str) -> list[float]: ...
+
+    embed("doc-1")                              # runs once, is recorded; later calls return the record
+    results = run.map(embed, ids, jobs=8)       # a pool; failures recorded, the rest go on
+    run.finish()                                # done, or needs_attention with what failed
+
+Everything is built on the storage seam (``RunHandle.commit``, ``put_blob``/``get_blob``, ``load`` and
+the runner lease), so it works on any store. The modules, by concept:
+
+    keys       a call's identity: <step name>:<hash of the canonical JSON of its arguments>
+    codec      results (JSON, pickle or your serializer; over 64 KiB in blobs) and failures as stored
+    records    the run as steps see it: the document in memory, group commit
+    engine     claims, the session (runner lease, begin, leftovers), start records of long calls
+    attempts   running the function: attempts, retries, backoff; StepFailed
+    steps      @run.step: look up, claim, run, record
+    pool       run.map over threads or processes
+    worker     what a pool's worker process runs
+    progress   run.map's progress bar (rich, on a terminal)
+    opening    open_run(task=...) and the engine behind a Run
+    finish     run.finish() and rerun (explicit invalidation)
+"""
+
+from __future__ import annotations
+
+from resumable.durable.attempts import StepFailed
+from resumable.durable.keys import UnkeyableArguments
+
+__all__ = ["StepFailed", "UnkeyableArguments"]

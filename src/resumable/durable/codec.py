@@ -1,0 +1,154 @@
+"""A step's result as the run stores it, and back; a failure as the run stores it.
+
+A result is one unit field, ``result``, replaced whole by every new result:
+
+    {"codec": "json", "value": <the JSON value>}          in the document, up to 64 KiB encoded
+    {"codec": "json", "ref": "sha256:<hex>", "size": N}    larger: a content-addressed blob
+    {"codec": "pickle", "b64": "<base64>"}                 other serializers: bytes, inline ...
+    {"codec": "pickle", "ref": "sha256:<hex>", "size": N}  ... or in a blob
+
+JSON is the default: what the document can hold, readable with ``jq``. A call returns what a later
+run's cache hit would return (the value decoded from what was stored), so the first run and a resumed
+one see the same types: a tuple comes back as a list, a dict's int keys as strings. Unpickling runs
+code chosen by whoever wrote the bytes: ``serializer="pickle"`` is for runs directories that only
+you can write to (resumable refuses a runs directory other users can write to, for that reason too).
+"""
+
+from __future__ import annotations
+
+import base64
+import traceback
+from typing import Any, Protocol
+
+from resumable.core import jsonio
+from resumable.errors import CorruptRunError, InvalidInputError
+
+INLINE_LIMIT = 64 * 1024  # encoded results above this go to a blob (handle.put_blob)
+_TRACEBACK_CHARS = 4000
+
+
+class Serializer(Protocol):
+    """A custom serializer: ``serializer=MySerializer()`` on the decorator."""
+
+    name: str
+
+    def dumps(self, value: Any) -> bytes: ...
+
+    def loads(self, data: bytes) -> Any: ...
+
+
+class _Pickle:
+    name = "pickle"
+
+    def dumps(self, value: Any) -> bytes:
+        import pickle
+
+        # A fixed protocol: results written by 3.11 must load on 3.13 and back.
+        return pickle.dumps(value, protocol=5)
+
+    def loads(self, data: bytes) -> Any:
+        import pickle
+
+        return pickle.loads(data)  # trusted runs directories only (see the module doc)
+
+
+PICKLE = _Pickle()
+
+
+def serializer_of(choice: object) -> Serializer | None:
+    """None for JSON (the default); the pickle serializer; or a user's object."""
+    if choice is None or choice == "json":
+        return None
+    if choice == "pickle":
+        return PICKLE
+    if isinstance(choice, str):
+        raise InvalidInputError(f"unknown serializer {choice!r}: use 'json', 'pickle' or an object with"
+                                " name, dumps(value) -> bytes and loads(bytes)")
+    name = getattr(choice, "name", None)
+    if not (isinstance(name, str) and name and name != "json" and callable(getattr(choice, "dumps", None))
+            and callable(getattr(choice, "loads", None))):
+        raise InvalidInputError("a serializer needs a name (not 'json'), dumps(value) -> bytes and"
+                                " loads(bytes) -> value")
+    ser: Serializer = choice  # type: ignore[assignment]
+    return ser
+
+
+class Blobs(Protocol):
+    def put_blob(self, data: bytes) -> str: ...
+    def get_blob(self, ref: str) -> bytes: ...
+
+
+def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -> tuple[dict[str, Any], Any]:
+    """(the ``result`` field to record, the value the call returns). Blobs are stored here, before
+    the record that names them is committed."""
+    if serializer is None:
+        try:
+            data = jsonio.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"step {step} returned a value JSON cannot hold ({exc}): return plain data (dict,"
+                " list, str, int, float, bool, None), or use serializer='pickle'") from exc
+        if len(data) > INLINE_LIMIT:
+            return {"codec": "json", "ref": blobs.put_blob(data), "size": len(data)}, jsonio.loads(data)
+        # Two decodings: the document keeps one, the caller gets its own to change as it likes.
+        return {"codec": "json", "value": jsonio.loads(data)}, jsonio.loads(data)
+    try:
+        raw = serializer.dumps(value)
+    except Exception as exc:
+        raise InvalidInputError(f"step {step}: serializer {serializer.name!r} cannot store the result"
+                                f" ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(raw, bytes):
+        raise InvalidInputError(f"serializer {serializer.name!r} returned {type(raw).__name__}, not bytes")
+    if len(raw) > INLINE_LIMIT * 3 // 4:  # base64 grows it by a third
+        field: dict[str, Any] = {"codec": serializer.name, "ref": blobs.put_blob(raw), "size": len(raw)}
+    else:
+        field = {"codec": serializer.name, "b64": base64.b64encode(raw).decode("ascii")}
+    return field, serializer.loads(raw)
+
+
+def decodable(field: object, serializer: Serializer | None) -> bool:
+    """Whether a recorded result can be read back by a step with this serializer: JSON always, and
+    what the step's own serializer wrote. A result written by another serializer runs the step again."""
+    if not isinstance(field, dict):
+        return False
+    codec = field.get("codec")
+    return codec == "json" or (serializer is not None and codec == serializer.name)
+
+
+def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, where: str) -> Any:
+    """The value a recorded result holds (a fresh copy every time)."""
+    codec = field.get("codec")
+    ref = field.get("ref")
+    if codec == "json":
+        if isinstance(ref, str):
+            data = blobs.get_blob(ref)
+        else:
+            if "value" not in field:
+                raise CorruptRunError(f"{where}: its recorded result has neither value nor ref")
+            data = jsonio.dumps(field["value"])
+        try:
+            return jsonio.loads(data)
+        except ValueError as exc:
+            raise CorruptRunError(f"{where}: its recorded result is not valid JSON ({exc})") from exc
+    assert serializer is not None and codec == serializer.name
+    if isinstance(ref, str):
+        raw = blobs.get_blob(ref)
+    else:
+        b64 = field.get("b64")
+        if not isinstance(b64, str):
+            raise CorruptRunError(f"{where}: its recorded result has neither b64 nor ref")
+        raw = base64.b64decode(b64.encode("ascii"))
+    return serializer.loads(raw)
+
+
+def error_record(exc: BaseException) -> dict[str, Any]:
+    """What is kept of an exception: its type, message and the end of its traceback."""
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    text = "".join(traceback.format_exception(kind, exc, exc.__traceback__))
+    return {"type": name, "message": str(exc)[:2000], "traceback": text[-_TRACEBACK_CHARS:]}
+
+
+def error_line(record: dict[str, Any]) -> str:
+    message = " ".join(str(record.get("message", "")).split())
+    return f"{record.get('type', 'Exception')}: {message}"[:200] if message else str(record.get("type"))

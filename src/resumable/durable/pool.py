@@ -1,0 +1,218 @@
+"""``run.map(step, items, jobs=8)``: a step over many items, on a pool, each item recorded as it ends.
+
+Items already recorded are answered first, in the calling thread, without touching the pool. The rest
+run on ``jobs`` threads (``executor="thread"``, the default) or worker processes
+(``executor="process"``, started with ``spawn``: nothing of this process, its lease included, is
+inherited). Records are group-committed: the items that ended while the previous commit was being
+flushed go in the next ``handle.commit`` together, one fsync for all of them; with threads a worker
+hands its record over and takes its next item without waiting for the flush.
+
+A failing item does not stop the others: its failure is recorded and its place in the returned list
+holds a ``StepFailed`` (``on_error="raise"`` raises the first one instead, once every item has
+ended). Ctrl-C stops starting new items; the ones running finish and are recorded.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from resumable.durable import worker
+from resumable.durable.attempts import Outcome, StepFailed, failed_attempt
+from resumable.durable.codec import error_record
+from resumable.durable.progress import Bar, open_bar
+from resumable.durable.records import Ticket
+from resumable.durable.steps import Step
+from resumable.errors import InvalidInputError
+
+
+def as_failure(uid: str, exc: BaseException) -> StepFailed:
+    return exc if isinstance(exc, StepFailed) else StepFailed(uid, error_record(exc), cause=exc)
+
+
+class Mapping:
+    """One ``run.map`` call: the items, their places in the result, and the bar."""
+
+    def __init__(self, step: Step, items: list[tuple[Any, ...]], bar: Bar) -> None:
+        self.step = step
+        self.items = items
+        self.bar = bar
+        self.results: list[Any] = [None] * len(items)
+        self.places: dict[str, list[int]] = {}  # unit id -> places of the items still to run
+        self.args: dict[str, tuple[Any, ...]] = {}
+
+    def answer(self, i: int, value: Any, failed: bool = False) -> None:
+        self.results[i] = value
+        self.bar.advance(failed=int(failed))
+
+    def settle(self, uid: str, value: Any, failed: bool) -> None:
+        places = self.places.get(uid, [])
+        for i in places:
+            self.results[i] = value
+        self.bar.advance(len(places), failed=len(places) if failed else 0)
+
+    def look_up(self) -> None:
+        """Answer every recorded item; group the rest by unit id (equal items run once)."""
+        for i, args in enumerate(self.items):
+            uid = self.step.unit_id(args, {})
+            if uid in self.places:
+                self.places[uid].append(i)
+                continue
+            try:
+                found, value = self.step.lookup(uid)
+            except StepFailed as exc:
+                self.answer(i, exc, failed=True)
+                continue
+            if found:
+                self.answer(i, value)
+            else:
+                self.places[uid] = [i]
+                self.args[uid] = args
+
+
+def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int | None, executor: str,
+            progress: bool | None, on_error: str) -> list[Any]:
+    if step.is_async:
+        raise InvalidInputError(f"run.map runs plain functions; step {step.name} is async: use"
+                                " asyncio.gather(*(step(x) for x in items))")
+    if executor not in ("thread", "process"):
+        raise InvalidInputError(f"executor={executor!r}: use 'thread' or 'process'")
+    if on_error not in ("return", "raise"):
+        raise InvalidInputError(f"on_error={on_error!r}: use 'return' or 'raise'")
+    if not iterables:
+        raise InvalidInputError("run.map needs at least one iterable of items")
+    if jobs is None:
+        jobs = 8 if executor == "thread" else (os.cpu_count() or 1)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise InvalidInputError("jobs= takes an integer >= 1")
+    if executor == "process":
+        worker.check_importable(wrapper, step.name)
+    items = [tuple(t) for t in zip(*iterables, strict=False)]
+    bar = open_bar(step.name, len(items), progress)
+    mapping = Mapping(step, items, bar)
+    try:
+        mapping.look_up()
+        if mapping.places:
+            step.engine.ensure_session()
+            if executor == "thread":
+                _threads(mapping, jobs)
+            else:
+                _processes(mapping, wrapper, jobs)
+    finally:
+        bar.close()
+    if on_error == "raise":
+        for r in mapping.results:
+            if isinstance(r, StepFailed):
+                raise r
+    return mapping.results
+
+
+def _threads(m: Mapping, jobs: int) -> None:
+    step, engine = m.step, m.step.engine
+    ended: dict[str, Future[None]] = {uid: Future() for uid in m.places}
+
+    def work(uid: str) -> None:
+        try:
+            try:
+                found, value = step.acquire(uid)
+            except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
+                m.settle(uid, failure, True)
+                ended[uid].set_result(None)
+                return
+            if found:
+                m.settle(uid, value, False)
+                ended[uid].set_result(None)
+                return
+            try:
+                events, value, exc = step.run(uid, m.args[uid], {})
+            except BaseException:
+                engine.release(uid)
+                raise
+
+            def recorded(ticket: Ticket) -> None:
+                engine.release(uid)
+                error = ticket.error or exc
+                m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
+                ended[uid].set_result(None)
+
+            engine.records.submit(events, recorded)
+        except BaseException as exc:
+            if not ended[uid].done():
+                ended[uid].set_exception(exc)
+
+    # Each thread takes the next item itself: one executor task per item would cost more than a
+    # trivial item does.
+    todo = iter(list(m.places))
+    taking = threading.Lock()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            with taking:
+                uid = next(todo, None)
+            if uid is None:
+                return
+            work(uid)
+
+    pool = ThreadPoolExecutor(jobs, thread_name_prefix="resumable-map")
+    try:
+        for _ in range(min(jobs, len(m.places))):
+            pool.submit(contextvars.copy_context().run, loop)
+        wait(list(ended.values()))
+    finally:
+        # Ctrl-C: no new item starts; running ones end and are recorded before this returns.
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+    for f in ended.values():
+        if f.done() and not f.cancelled() and f.exception() is not None:
+            raise f.exception()  # type: ignore[misc]
+
+
+def _processes(m: Mapping, wrapper: Any, jobs: int) -> None:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
+
+    step, engine = m.step, m.step.engine
+    claimed: list[str] = []
+    try:
+        for uid in list(m.places):
+            found, value = step.acquire(uid)  # waits if a thread of ours is running the same call
+            if found:
+                m.settle(uid, value, False)
+                del m.places[uid]
+            else:
+                claimed.append(uid)
+        calls = {uid: step.begin_call(uid) for uid in m.places}
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pending = {pool.submit(worker.call, wrapper, m.args[uid], {}, calls[uid].n): uid for uid in m.places}
+            try:
+                while pending:
+                    done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                    events: list[dict[str, Any]] = []
+                    settled: list[tuple[str, Any, BaseException | None]] = []
+                    for f in done:
+                        uid = pending.pop(f)
+                        try:
+                            out = f.result()
+                        except Exception as exc:  # the arguments or the result did not pickle
+                            if type(exc).__name__ == "BrokenProcessPool":
+                                raise
+                            out = Outcome()
+                            out.attempts.append(failed_attempt(calls[uid].n, exc, time.time(), time.monotonic()))
+                            out.exc = exc
+                        evs, value, error = step.settle(calls[uid], out, earlier=True)
+                        events += evs
+                        settled.append((uid, value, error))
+                    engine.records.commit(events)  # one fsync for the items that ended together
+                    for uid, value, error in settled:
+                        m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    finally:
+        for uid in claimed:
+            engine.release(uid)

@@ -1,0 +1,201 @@
+"""The run as durable steps see it: one handle, the current document kept in memory, group commit.
+
+**Reads.** A cache hit looks its unit up in the document this process already holds: no file is read
+and no lock of the store is taken. The document is caught up (``handle.load()``: only records other
+processes appended are read) after every commit of this process and, on the hit path, once
+``REFRESH_EVERY`` seconds have passed, so an invalidation written meanwhile by ``resumable rerun``
+is seen within that time.
+
+**Writes: group commit.** A thread with records to write queues them; if no commit is in progress it
+becomes the leader: it takes everything queued, commits it with one ``handle.commit`` (one fsync),
+and goes on until the queue is empty. Threads whose records were taken by a leader wait for it (or,
+with ``wait=False``, go on and are told through their callback). Alone, a thread commits its own
+records at once, with no hand-off to another thread. If the store refuses a batch because of one of
+its records, each entry is committed on its own, so one bad record fails only its own call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from resumable.errors import InvalidInputError, RefusedError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resumable.store.backend import RunHandle
+
+Event = dict[str, Any]
+REFRESH_EVERY = 1.0  # seconds: how stale a cache hit's view of other processes' writes may be
+
+
+class Ticket:
+    """Records queued for one commit; ``error`` is set when they could not be committed."""
+
+    __slots__ = ("done", "error", "events", "on_done")
+
+    def __init__(self, events: list[Event], on_done: Callable[[Ticket], None] | None) -> None:
+        self.events = events
+        self.on_done = on_done
+        self.done = False
+        self.error: BaseException | None = None
+
+
+class Records:
+    def __init__(self, handle: RunHandle) -> None:
+        self.handle = handle
+        self.lock = threading.RLock()  # the handle is not thread-safe: every use holds this
+        self._doc: dict[str, Any] | None = None
+        self._refreshed = 0.0
+        self._cv = threading.Condition()
+        self._queue: list[Ticket] = []
+        self._busy = False
+        self.commits = 0  # handle.commit calls made (group commit shows as fewer than records)
+
+    # -- reads --
+    def units(self, *, fresh: bool = False) -> dict[str, Any]:
+        """The run's units as last seen (call with ``lock`` held; treat as read-only)."""
+        if fresh or self._doc is None or time.monotonic() - self._refreshed > REFRESH_EVERY:
+            self.refresh()
+        doc = self._doc
+        units = doc.get("units") if doc is not None else None
+        return units if isinstance(units, dict) else {}
+
+    def doc(self) -> dict[str, Any] | None:
+        with self.lock:
+            self.refresh()
+            return self._doc
+
+    def refresh(self) -> None:
+        with self.lock:
+            self._doc = self.handle.load()
+            self._refreshed = time.monotonic()
+
+    def blob(self, ref: str) -> bytes:
+        with self.lock:
+            return self.handle.get_blob(ref)
+
+    def put_blob(self, data: bytes) -> str:
+        with self.lock:
+            return self.handle.put_blob(data)
+
+    def get_blob(self, ref: str) -> bytes:
+        return self.blob(ref)
+
+    # -- writes --
+    def commit(self, events: Sequence[Event]) -> None:
+        """Commit ``events`` and return once they are durable (group-committed with others)."""
+        ticket = self.submit(list(events), None, wait=True)
+        if ticket.error is not None:
+            raise ticket.error
+
+    def submit(self, events: list[Event], on_done: Callable[[Ticket], None] | None, *,
+               wait: bool = False, enqueue_only: bool = False) -> Ticket:
+        """Queue ``events``; ``on_done(ticket)`` runs once they are committed (or failed). With
+        ``wait``, return only then. Either way this thread may lead commits of others' records,
+        unless ``enqueue_only`` (the caller then calls ``lead_if_idle`` once it may block)."""
+        ticket = Ticket(events, on_done)
+        with self._cv:
+            self._queue.append(ticket)
+            if enqueue_only:
+                return ticket
+            if self._busy:
+                if not wait:
+                    return ticket
+                while not ticket.done and self._busy:
+                    self._cv.wait()
+                if ticket.done:
+                    return ticket
+            self._busy = True
+        self._lead()
+        return ticket
+
+    def lead_if_idle(self) -> None:
+        with self._cv:
+            if self._busy or not self._queue:
+                return
+            self._busy = True
+        self._lead()
+
+    def _lead(self) -> None:
+        batch: list[Ticket] = []
+        try:
+            while True:
+                with self._cv:
+                    batch, self._queue = self._queue, []
+                    if not batch:
+                        self._busy = False
+                        self._cv.notify_all()
+                        return
+                self._write(batch)
+                with self._cv:
+                    self._cv.notify_all()
+                done, batch = batch, []
+                for t in done:
+                    if t.on_done is not None:
+                        try:
+                            t.on_done(t)
+                        except Exception:
+                            pass  # a caller's bookkeeping must not stop the commits of others
+        except BaseException as exc:
+            with self._cv:
+                for t in batch:
+                    if not t.done:
+                        t.error, t.done = exc, True
+                self._busy = False
+                self._cv.notify_all()
+            raise
+
+    def _write(self, batch: list[Ticket]) -> None:
+        events = [ev for t in batch for ev in t.events]
+        try:
+            self._commit(events)
+        except (RefusedError, InvalidInputError) as exc:
+            if len(batch) == 1:
+                batch[0].error = exc
+            else:
+                for t in batch:  # one record's fault must not fail the others
+                    try:
+                        self._commit(t.events)
+                    except Exception as one:
+                        t.error = one
+        except Exception as exc:
+            for t in batch:
+                t.error = exc
+        for t in batch:
+            t.done = True
+
+    def _commit(self, events: list[Event]) -> None:
+        if not events:
+            return
+        with self.lock:
+            try:
+                self.handle.commit(events, lazy_view=True)
+                self.commits += 1
+            except BaseException:
+                # The handle's cache may have been dropped on a failure: look again.
+                self._doc = self.handle.load()
+                self._refreshed = time.monotonic()
+                raise
+            if self._doc is None:
+                self.refresh()
+            # Otherwise the document held is the handle's own, which the commit updated in place
+            # (a reload it had to do is caught by the next refresh, within REFRESH_EVERY).
+
+    def commit_now(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
+        """A run-level write (begin, finalize): straight through, after anything queued."""
+        with self._cv:
+            while self._busy:
+                self._cv.wait()
+            self._busy = True
+        try:
+            with self.lock:
+                try:
+                    return self.handle.commit(list(events), lazy_view=lazy_view)
+                finally:
+                    self._doc = self.handle.load()
+                    self._refreshed = time.monotonic()
+        finally:
+            self._lead()  # release; also drains anything queued meanwhile

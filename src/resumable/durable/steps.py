@@ -1,0 +1,320 @@
+"""``@run.step``: a function whose calls are units of the run, executed once and then remembered.
+
+A call's unit id is ``<name>:<key>`` (``keys``). Calling a step:
+
+1. looks its unit up in the document this process holds (``records``): ``done`` (with the step's
+   ``version`` and a result it can read) returns the recorded result, and nothing else happens;
+2. otherwise claims the unit in this process (a second thread with the same call waits for the
+   first), takes the run's lease if this process does not hold it yet (``engine``), runs the function
+   (with its retries), and commits one record with the outcome: ``done`` with the result, or
+   ``failed`` with the exception's type, message and traceback; then returns or raises.
+
+A failure recorded by an earlier run makes the next call run the step again, unless the step says
+``retry_failed=False``: then the call raises ``StepFailed`` with what was recorded. A call stopped by
+KeyboardInterrupt, SystemExit or cancellation is recorded ``interrupted`` and runs again next time.
+Steps called while another step runs are recorded with it as their ``parent``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+from typing import Any
+
+from resumable.core import verbs
+from resumable.durable import codec
+from resumable.durable.attempts import Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
+from resumable.durable.engine import Call, Engine
+from resumable.durable.keys import Binder, arguments_key, check_step_name, custom_key, unit_id
+from resumable.errors import InvalidInputError
+
+Event = dict[str, Any]
+Settled = tuple[list[Event], Any, BaseException | None]  # (records to commit, value, exception to raise)
+
+_STACK: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("resumable_steps", default=())
+# Set in a process pool's workers: a step called inside another step's body there is served from the
+# run when recorded, else run as a plain call (the worker holds no lease; the parent records the item).
+IN_WORKER = [False]
+
+
+def default_name(fn: Any) -> str:
+    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    # A function defined inside another is named as it reads ("embed", not "main.<locals>.embed");
+    # two of one name in one run are refused when the second is decorated.
+    return str(qualname).rpartition("<locals>.")[2]
+
+
+def next_attempt(unit: object) -> int:
+    attempts = unit.get("attempts") if isinstance(unit, dict) else None
+    ns = [a["n"] for a in attempts if isinstance(a, dict) and isinstance(a.get("n"), int)] \
+        if isinstance(attempts, list) else []
+    return max(ns, default=0) + 1
+
+
+class Step:
+    def __init__(self, engine: Engine, fn: Any, *, name: str | None, key: Any, version: Any, serializer: Any,
+                 retries: int, backoff: float, retry_on: Any, retry_failed: bool) -> None:
+        if not callable(fn):
+            raise InvalidInputError(f"@run.step decorates a function, not a {type(fn).__name__}")
+        if key is not None and not callable(key):
+            raise InvalidInputError("key= takes a function of the step's arguments (key=lambda doc_id: doc_id)")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, str | int)):
+            raise InvalidInputError("version= takes a string or an integer")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise InvalidInputError("retries= takes an integer >= 0")
+        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not backoff >= 0:
+            raise InvalidInputError("backoff= takes a number of seconds >= 0")
+        self.engine = engine
+        self.fn = fn
+        self.name = check_step_name(name if name is not None else default_name(fn))
+        self.key = key
+        self.version = version
+        self.serializer = codec.serializer_of(serializer)
+        self.policy = Policy(retries, float(backoff), retry_on)
+        self.retry_failed = bool(retry_failed)
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.binder = Binder(fn)
+        origin = (str(getattr(fn, "__module__", "")), str(getattr(fn, "__qualname__", "")))
+        known = engine.steps.get(self.name)
+        if known is not None and known != origin:
+            raise InvalidInputError(
+                f"two functions are named step {self.name!r} in run {engine.location}"
+                f" ({known[0]}.{known[1]} and {origin[0]}.{origin[1]}): give one of them name='...'")
+        # The same function defined again (a notebook cell run twice) replaces the old definition.
+        engine.steps[self.name] = origin
+
+    # -- identity and lookups --
+    def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        if self.key is None:
+            return f"{self.name}:{arguments_key(self.binder.bind(args, kwargs), self.name)}"
+        return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
+
+    def lookup(self, uid: str) -> tuple[bool, Any]:
+        """(True, the recorded result) for a usable done unit; (False, None) when the step must run.
+        Raises StepFailed for a recorded failure when the step does not retry failures."""
+        records = self.engine.records
+        with records.lock:
+            unit = records.units().get(uid)
+            if not isinstance(unit, dict):
+                return False, None
+            status = unit.get("status")
+            if status == "done":
+                field = unit.get("result")
+                if unit.get("version") != self.version or not codec.decodable(field, self.serializer):
+                    return False, None
+                assert isinstance(field, dict)
+                return True, codec.decode(field, self.serializer, records, f"unit {uid}")
+            if status == "failed" and not self.retry_failed:
+                error = recorded_error(unit)
+                raise StepFailed(uid, error)
+            return False, None
+
+    def acquire(self, uid: str) -> tuple[bool, Any]:
+        """A hit, or (False, None) with this thread holding the unit's claim."""
+        if uid in _STACK.get():
+            raise InvalidInputError(f"step {uid} calls itself with the same arguments (it would wait for"
+                                    " itself forever)")
+        while True:
+            found, value = self.lookup(uid)
+            if found:
+                return True, value
+            held = self.engine.claim(uid)
+            if held is None:
+                try:
+                    found, value = self.lookup(uid)  # it may have ended between the look and the claim
+                except BaseException:
+                    self.engine.release(uid)
+                    raise
+                if found:
+                    self.engine.release(uid)
+                    return True, value
+                return False, None
+            held.ended.wait()
+
+    async def aacquire(self, uid: str) -> tuple[bool, Any]:
+        import asyncio
+
+        if uid in _STACK.get():
+            raise InvalidInputError(f"step {uid} calls itself with the same arguments")
+        while True:
+            found, value = self.lookup(uid)
+            if found:
+                return True, value
+            held = self.engine.claim(uid)
+            if held is None:
+                found, value = self.lookup(uid)
+                if found:
+                    self.engine.release(uid)
+                    return True, value
+                return False, None
+            while not held.ended.is_set():
+                await asyncio.sleep(0.005)
+
+    # -- executing --
+    def begin_call(self, uid: str) -> Call:
+        records = self.engine.records
+        with records.lock:
+            unit = records.units().get(uid)
+            pre: list[Event] = []
+            if isinstance(unit, dict) and unit.get("status") == "done":
+                old = unit.get("version")
+                reason = (f"step version changed: {old!r} -> {self.version!r}" if old != self.version else
+                          "its recorded result was written by another serializer")
+                pre.append(verbs.invalidate(uid, reason))
+            return Call(uid, self.name, next_attempt(unit), pre)
+
+    def fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "step", "step": self.name}
+        stack = _STACK.get()
+        if stack:
+            out["parent"] = stack[-1]
+        return out
+
+    def on_failed(self, call: Call) -> Any:
+        def record(attempt: dict[str, Any]) -> None:
+            error = attempt.get("error") or {}
+            self.engine.add_pre(call, [verbs.unit(call.uid, "failed", attempt=attempt, fields=self.fields(),
+                                                  note=codec.error_line(error))])
+            call.n += 1
+        return record
+
+    def settle(self, call: Call, out: Outcome, *, earlier: bool = False) -> Settled:
+        """(records to commit, value to return, exception to raise) for a finished call. ``earlier``:
+        the failed attempts before the last are not recorded yet (they ran in a worker process)."""
+        fields = self.fields()
+        value: Any = None
+        if out.ok:
+            try:
+                field, value = codec.encode(out.value, self.serializer, self.engine.records, self.name)
+            except InvalidInputError as unstorable:
+                out.attempts[-1]["status"] = "failed"
+                out.attempts[-1]["error"] = codec.error_record(unstorable)
+                out.ok, out.exc = False, unstorable
+        events: list[Event] = []
+        if earlier:
+            events += [verbs.unit(call.uid, "failed", attempt=a, fields=fields,
+                                  note=codec.error_line(a.get("error") or {})) for a in out.attempts[:-1]]
+        last = out.attempts[-1]
+        if out.ok:
+            final = verbs.unit(call.uid, "done", note="", attempt=last,
+                               fields={**fields, "version": self.version, "result": field})
+        else:
+            final = verbs.unit(call.uid, "failed", attempt=last, fields=fields,
+                               note=codec.error_line(out.error() or {}))
+        error = out.exc
+        if error is None and not out.ok:
+            error = StepFailed(call.uid, out.error() or {})
+        return self.engine.take_pre(call, [*events, final]), value, error
+
+    def interrupted(self, call: Call, exc: BaseException, started_wall: float, started: float) -> None:
+        attempt = attempt_record(call.n, "interrupted", started_wall, started)
+        events = self.engine.take_pre(call, [verbs.unit(call.uid, "interrupted", attempt=attempt, fields=self.fields(),
+                                                        note=f"interrupted ({type(exc).__name__})")])
+        try:
+            self.engine.records.commit(events)
+        except Exception:
+            pass  # best effort: the call is being interrupted; a unit left in_progress is recovered later
+
+    def run(self, uid: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Settled:
+        """Execute (this thread holds the claim); the records are not committed yet."""
+        self.engine.ensure_session()
+        call = self.begin_call(uid)
+        self.engine.track(call)
+        token = _STACK.set((*_STACK.get(), uid))
+        try:
+            out = run_sync(self.fn, args, kwargs, self.policy, call.n, self.on_failed(call))
+        except BaseException as exc:
+            self.interrupted(call, exc, call.started_wall, call.started)
+            raise
+        finally:
+            _STACK.reset(token)
+        return self.settle(call, out)
+
+    def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        uid = self.unit_id(args, kwargs)
+        found, value = self.acquire(uid)
+        if found:
+            return value
+        try:
+            if IN_WORKER[0]:
+                return self.fn(*args, **kwargs)
+            events, value, exc = self.run(uid, args, kwargs)
+            self.engine.records.commit(events)
+        finally:
+            self.engine.release(uid)
+        if exc is not None:
+            raise exc
+        return value
+
+    async def acall(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        import asyncio
+
+        uid = self.unit_id(args, kwargs)
+        found, value = await self.aacquire(uid)
+        if found:
+            return value
+        try:
+            if IN_WORKER[0]:
+                return await self.fn(*args, **kwargs)
+            self.engine.ensure_session()
+            call = self.begin_call(uid)
+            self.engine.track(call)
+            token = _STACK.set((*_STACK.get(), uid))
+            try:
+                out = await run_async(self.fn, args, kwargs, self.policy, call.n, self.on_failed(call))
+            except BaseException as exc:
+                self.interrupted(call, exc, call.started_wall, call.started)
+                raise
+            finally:
+                _STACK.reset(token)
+            events, value, error = self.settle(call, out)
+            # In a thread, so that the event loop goes on and concurrent tasks share a commit.
+            await asyncio.to_thread(self.engine.records.commit, events)
+        finally:
+            self.engine.release(uid)
+        if error is not None:
+            raise error
+        return value
+
+
+def recorded_error(unit: dict[str, Any]) -> dict[str, Any]:
+    attempts = unit.get("attempts")
+    if isinstance(attempts, list):
+        for a in reversed(attempts):
+            if isinstance(a, dict) and isinstance(a.get("error"), dict):
+                error: dict[str, Any] = a["error"]
+                return error
+    note = unit.get("note")
+    return {"type": "Exception", "message": note if isinstance(note, str) else "failed"}
+
+
+def decorate(engine: Engine, fn: Any = None, /, *, name: str | None = None, key: Any = None, version: Any = None,
+             serializer: Any = "json", retries: int = 0, backoff: float = 1.0,
+             retry_on: Any = Exception, retry_failed: bool = True) -> Any:
+    """``@run.step`` and ``@run.step(...)``: see ``Run.step``."""
+
+    def wrap(f: Any) -> Any:
+        step = Step(engine, f, name=name, key=key, version=version, serializer=serializer, retries=retries,
+                    backoff=backoff, retry_on=retry_on, retry_failed=retry_failed)
+        if step.is_async:
+            @functools.wraps(f)
+            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+                return await step.acall(args, kwargs)
+
+            awrapper.step = step  # type: ignore[attr-defined]
+            return awrapper
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return step.call(args, kwargs)
+
+        wrapper.step = step  # type: ignore[attr-defined]
+        return wrapper
+
+    return wrap if fn is None else wrap(fn)
+
+
+def step_of(obj: Any) -> Step | None:
+    found = getattr(obj, "step", None)
+    return found if isinstance(found, Step) else None

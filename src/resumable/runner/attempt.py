@@ -1,0 +1,173 @@
+"""One attempt of a step: what the scheduler keeps while it runs, how its end is recorded, and the
+stand-ins for a process that has not started yet or could not start."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from resumable import fsio
+from resumable.core import verbs
+from resumable.core.stamps import stamp
+from resumable.runner import fingerprint as fp
+from resumable.runner.jobfile import Step
+from resumable.runner.process import StepHandle
+
+
+@dataclass
+class Attempt:
+    step: Step
+    n: int
+    handle: StepHandle
+    started: float
+    started_wall: float
+    log: str
+    fingerprint: dict[str, Any]
+    deadline: float | None
+    kill_at: float | None = None
+    killed: bool = False
+    timed_out: bool = False
+    interrupted: bool = False
+    launching: bool = False  # handed to a launcher thread, not started yet
+
+
+@dataclass
+class Draining:
+    handle: StepHandle
+    kill_at: float
+    termed: bool = False
+
+
+@dataclass
+class Outcome:
+    states: dict[str, str] = field(default_factory=dict)  # final state per step in this run
+    failed: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    attempts: dict[str, int] = field(default_factory=dict)  # attempts made in this run
+    last_exit: dict[str, int | None] = field(default_factory=dict)
+    logs: dict[str, str] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def all_done(self) -> bool:
+        return not self.interrupted and all(s in ("done", "skipped") for s in self.states.values())
+
+
+def next_attempt_number(unit: object) -> int:
+    if not isinstance(unit, Mapping):
+        return 1
+    attempts = unit.get("attempts")
+    ns = [a.get("n") for a in attempts if isinstance(a, Mapping)] if isinstance(attempts, list) else []
+    return max([n for n in ns if isinstance(n, int)], default=0) + 1
+
+
+MISSING_ARTIFACT_EXIT = -2  # the seed's code for "exited 0 but the artifact is missing"
+
+
+def finished_attempt(a: Attempt, code: int, now: float, wall: float) -> tuple[str, int, dict[str, Any]]:
+    """(status, exit code, the unit event recording it) for an attempt whose process ended with
+    ``code`` (negative: killed by that signal) at monotonic ``now`` / wall-clock ``wall``."""
+    step = a.step
+    duration = round(now - a.started, 3)
+    exit_code = 128 - code if code < 0 else code  # signals as the shell shows them
+    reason = ""
+    artifacts: dict[str, Any] = {}
+    if a.interrupted:
+        status = "interrupted"
+    elif a.timed_out:
+        status = "timeout"
+    elif code != 0:
+        status = "failed"
+    else:
+        artifacts = fp.artifact_records(step)
+        missing = [p for p, rec in artifacts.items() if rec is None]
+        if missing:
+            status, exit_code = "failed", MISSING_ARTIFACT_EXIT
+            reason = f"exited 0 but artifact missing: {', '.join(missing)}"
+            append_log(a.log, f"\nresumable: {reason}\n")
+        else:
+            status = "done"
+    attempt: dict[str, Any] = {
+        "n": a.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
+        "finishedAt": stamp(wall, ms=True), "exitCode": exit_code, "duration": duration, "log": a.log,
+    }
+    if code < 0:
+        attempt["signal"] = -code
+    if reason:
+        attempt["reason"] = reason
+    fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code, "log": a.log}
+    if status == "done":
+        fields["fingerprint"] = a.fingerprint
+        fields["artifacts"] = artifacts
+    note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
+    return status, exit_code, verbs.unit(step.id, status, note=note, attempt=attempt, fields=fields)
+
+
+def append_log(path: str, text: str) -> None:
+    try:
+        # Never through a planted link, never blocking on a FIFO (see process.open_log).
+        fd = fsio.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError:
+        pass
+
+
+class NotStarted:
+    """The handle of an attempt prepared but not launched yet (its record is not durable yet)."""
+
+    pid = 0
+    pgid = 0
+    token: str | None = None
+
+    def poll(self) -> int | None:
+        return None
+
+    def terminate(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+    def leftovers(self) -> bool:
+        return False
+
+    def fileno(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+NOT_STARTED = NotStarted()
+
+
+class FailedSpawn:
+    """Stands in for a process that could not start (bad cwd, missing program): exit 127."""
+
+    pid = 0
+    pgid = 0
+    token: str | None = None
+
+    def __init__(self, message: str, log: str) -> None:
+        append_log(log, message)
+
+    def poll(self) -> int | None:
+        return 127
+
+    def terminate(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+    def leftovers(self) -> bool:
+        return False
+
+    def fileno(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,39 @@
+"""A script that maps a step over N items (used by the kill and process-pool tests).
+
+    python mapscript.py RUNS_DIR RUN N JOBS EXECUTOR EXEC_LOG [finish]
+
+Every execution of the step appends "<pid> <item>" to EXEC_LOG before it returns (O_APPEND: a
+whole line or nothing), so a test can tell which process ran which item.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from items import compute  # type: ignore[import-not-found]  # the script's own directory
+
+import resumable
+
+RUNS, RUN_ID, N, JOBS, EXECUTOR, EXEC_LOG = sys.argv[1:7]
+run = resumable.open_run(RUN_ID, runs_dir=RUNS, task="map over items")
+
+
+@run.step(key=lambda i: f"item-{i}")
+def work(i: int) -> dict[str, object]:
+    time.sleep(float(os.environ.get("ITEM_SLEEP", "0.002")))
+    fd = os.open(EXEC_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, f"{os.getpid()} {i}\n".encode())
+    finally:
+        os.close(fd)
+    result: dict[str, object] = compute(i)
+    return result
+
+
+if __name__ == "__main__":
+    results = run.map(work, range(int(N)), jobs=int(JOBS), executor=EXECUTOR, progress=False)
+    assert results == [compute(i) for i in range(int(N))], "a result differs from a fresh computation"
+    if sys.argv[7:] == ["finish"]:
+        print(run.finish())

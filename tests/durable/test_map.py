@@ -1,0 +1,158 @@
+"""run.map: items recorded as they end, failures recorded while the rest go on, group commit,
+worker processes, and the progress bar."""
+
+from __future__ import annotations
+
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import resumable
+from resumable.durable import StepFailed
+from resumable.durable.opening import engine_of
+from resumable.errors import InvalidInputError
+
+from .helpers import HERE, python, read_doc, step_units
+from .items import compute
+
+
+def open_run(runs: Path) -> resumable.Run:
+    return resumable.open_run("m", runs_dir=runs, task="map")
+
+
+def test_map_records_every_item_and_answers_hits_without_running(runs: Path) -> None:
+    run = open_run(runs)
+    calls: list[int] = []
+    lock = threading.Lock()
+
+    @run.step
+    def square(x: int) -> int:
+        with lock:
+            calls.append(x)
+        return x * x
+
+    assert square(3) == 9
+    assert run.map(square, range(50), jobs=8) == [x * x for x in range(50)]
+    assert sorted(calls) == sorted([3, *[x for x in range(50) if x != 3]])
+    units = step_units(read_doc(runs, "m"))
+    assert len(units) == 50 and all(u["status"] == "done" for u in units.values())
+    assert run.map(square, range(50)) == [x * x for x in range(50)]
+    assert len(calls) == 50
+
+
+def test_map_groups_records_into_few_commits(runs: Path) -> None:
+    run = open_run(runs)
+
+    @run.step
+    def ident(x: int) -> int:
+        return x
+
+    ident(-1)
+    records = engine_of(run).records
+    before = records.commits
+    assert run.map(ident, range(400), jobs=8) == list(range(400))
+    assert records.commits - before < 400  # items that ended together shared a commit
+
+
+def test_a_failing_item_is_recorded_and_the_rest_go_on(runs: Path) -> None:
+    run = open_run(runs)
+
+    @run.step(key=lambda x: str(x))
+    def check(x: int) -> int:
+        if x % 10 == 3:
+            raise ValueError(f"bad {x}")
+        return x
+
+    results = run.map(check, range(30), jobs=4)
+    failed = [r for r in results if isinstance(r, StepFailed)]
+    assert [f.unit for f in failed] == ["check:3", "check:13", "check:23"]
+    assert isinstance(failed[0].cause, ValueError)
+    assert [r for r in results if not isinstance(r, StepFailed)] == [x for x in range(30) if x % 10 != 3]
+    units = step_units(read_doc(runs, "m"))
+    assert units["check:13"]["status"] == "failed" and units["check:14"]["status"] == "done"
+    assert run.finish() == "needs_attention"
+    doc = read_doc(runs, "m")
+    assert {it["id"] for it in doc["openItems"]} == {"step-failed:check:3", "step-failed:check:13",
+                                                     "step-failed:check:23"}
+    with pytest.raises(StepFailed, match="check:3"):
+        run.map(check, range(30), on_error="raise")
+
+
+def test_equal_items_run_once(runs: Path) -> None:
+    run = open_run(runs)
+    calls: list[int] = []
+
+    @run.step
+    def f(x: int) -> int:
+        calls.append(x)
+        return x
+
+    assert run.map(f, [1, 1, 2, 1, 2]) == [1, 1, 2, 1, 2]
+    assert sorted(calls) == [1, 2]
+
+
+def test_map_takes_several_iterables_and_plain_functions(runs: Path) -> None:
+    run = open_run(runs)
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    assert run.map(add, [1, 2, 3], [10, 20, 30]) == [11, 22, 33]
+    assert len(step_units(read_doc(runs, "m"))) == 3
+
+
+@pytest.mark.parametrize("options", [{"executor": "fiber"}, {"jobs": 0}, {"on_error": "ignore"}])
+def test_bad_map_options(runs: Path, options: dict[str, Any]) -> None:
+    run = open_run(runs)
+    with pytest.raises(InvalidInputError):
+        run.map(lambda x: x, [1], **options)
+
+
+def test_process_executor_needs_an_importable_step(runs: Path) -> None:
+    run = open_run(runs)
+
+    @run.step
+    def local(x: int) -> int:
+        return x
+
+    with pytest.raises(InvalidInputError, match="executor='thread'"):
+        run.map(local, [1], executor="process")
+
+
+def test_process_executor(tmp_path: Path) -> None:
+    log = tmp_path / "exec.log"
+    proc = python([str(HERE / "mapscript.py"), str(tmp_path / "runs"), "pool", "40", "2", "process", str(log),
+                   "finish"], tmp_path)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.strip() == "done"
+    units = step_units(read_doc(tmp_path / "runs", "pool"))
+    assert all(units[f"work:item-{i}"]["result"]["value"] == compute(i) for i in range(40))
+    pids = {int(line.split()[0]) for line in log.read_text().splitlines()}
+    assert proc.pid not in pids  # the work ran in the pool's processes
+    assert {u["attempts"][-1]["pid"] for u in units.values()} <= pids
+    again = python([str(HERE / "mapscript.py"), str(tmp_path / "runs"), "pool", "40", "2", "process", str(log)],
+                   tmp_path)
+    assert again.communicate(timeout=120)[1] == "" and again.returncode == 0
+    assert len(log.read_text().splitlines()) == 40  # the second run answered every item from the run
+
+
+def test_progress_bar_counts_items(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    run = open_run(runs)
+
+    @run.step
+    def f(x: int) -> int:
+        if x == 2:
+            raise ValueError("no")
+        return x
+
+    run.map(f, range(5), progress=True)
+    assert "5/5" in err.getvalue() and "1 failed" in err.getvalue()
+    err.truncate(0)
+    run.map(f, range(5))  # not a terminal: no bar
+    assert err.getvalue().strip("\x00") == ""

@@ -1,0 +1,256 @@
+"""``resumable guard`` end to end, as real processes: one pass at a time under a kernel lock, the
+pass cap, the circuit breaker, outcomes, signal forwarding, and refusal of anything planted."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from guardhelpers import alive, guard, spawn, state_of, wait_for
+
+
+def _lines(out: str) -> list[str]:
+    """The guard's lines without their time stamps."""
+    return [line.split("] ", 1)[1] if line.startswith("[") else line for line in out.splitlines()]
+
+
+def test_a_pass_records_state_log_and_exits_with_the_commands_code(state_dir: Path) -> None:
+    proc = guard("job", "--state-dir", str(state_dir), "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+    assert proc.returncode == 3
+    assert _lines(proc.stdout)[-1] == "Pass 1 completed: failure (exit 3)"
+    got = state_of(state_dir, "job")
+    assert (got["schema_version"], got["pass_count"], got["last_status"], got["consecutive_failures"],
+            got["dry_run"], got["last_exit_code"]) == ('"1.0.0"', "1", "failure", "1", "false", "3")
+    logs = list((state_dir / "job-logs").iterdir())
+    assert len(logs) == 1 and logs[0].name.startswith("pass-1-") and logs[0].read_text() == "out\nerr\n"
+    history = [json.loads(line) for line in (state_dir / "job-history.jsonl").read_text().splitlines()]
+    assert history[0]["event"] == "pass" and history[0]["exit_code"] == 3 and history[0]["status"] == "failure"
+    assert guard("job", "--state-dir", str(state_dir), "--", "true").returncode == 0
+    assert state_of(state_dir, "job")["consecutive_failures"] == "0"
+
+
+def _hold(state_dir: Path, name: str, tmp_path: Path) -> tuple[object, Path]:
+    """Start a pass that runs until ``release`` is created; returns (process, release path)."""
+    started, release = tmp_path / f"{name}.started", tmp_path / f"{name}.release"
+    script = f"touch {started}; while [ ! -e {release} ]; do sleep 0.02; done"
+    holder = spawn(name, "--state-dir", str(state_dir), "--", "sh", "-c", script)
+    wait_for(started.exists)
+    return holder, release
+
+
+def test_a_second_invocation_skips_while_a_pass_runs(state_dir: Path, tmp_path: Path) -> None:
+    holder, release = _hold(state_dir, "job", tmp_path)
+    marker = tmp_path / "second-ran"
+    second = guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker))
+    assert second.returncode == 0 and not marker.exists()
+    assert re.fullmatch(rf"SKIP: previous invocation still running \(pid {holder.pid}, for [0-9]s\)",  # type: ignore[attr-defined]
+                        "\n".join(_lines(second.stdout)))
+    # one run's exit never removes another's lock: after the skipper exited, the holder still holds it
+    third = guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker))
+    assert "SKIP" in third.stdout and not marker.exists()
+    release.touch()
+    assert holder.wait(timeout=20) == 0  # type: ignore[attr-defined]
+    assert (state_dir / "job.lock").exists()  # the lock file is never unlinked, so no one locks a stale copy
+    assert not (state_dir / "job.lock-info").exists()
+    assert guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker)).returncode == 0
+    assert marker.exists() and state_of(state_dir, "job")["pass_count"] == "2"
+
+
+def test_the_skip_says_how_long_the_pass_has_run(state_dir: Path, tmp_path: Path) -> None:
+    holder, release = _hold(state_dir, "job", tmp_path)
+    info = state_dir / "job.lock-info"
+    text = info.read_text()
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 12 * 60 - 5))
+    info.write_text(text.split("\n")[0] + f"\nstarted_at={started}\n")  # pretend it began 12 minutes ago
+    second = guard("job", "--state-dir", str(state_dir), "--", "true")
+    assert _lines(second.stdout) == [f"SKIP: previous invocation still running (pid {holder.pid}, for 12m)"]  # type: ignore[attr-defined]
+    release.touch()
+    holder.wait(timeout=20)  # type: ignore[attr-defined]
+
+
+def test_a_sigkilled_holder_never_blocks_the_next_pass(state_dir: Path, tmp_path: Path, reaper: list[int]) -> None:
+    pid_file = tmp_path / "cmd.pid"
+    holder = spawn("job", "--state-dir", str(state_dir), "--", "sh", "-c", f"echo $$ > {pid_file}; exec sleep 60")
+    wait_for(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    reaper.append(int(pid_file.read_text()))  # the orphaned command's process group
+    holder.kill()
+    holder.wait(timeout=10)
+    began = time.monotonic()
+    marker = tmp_path / "ran"
+    nxt = guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker))
+    assert nxt.returncode == 0 and marker.exists() and time.monotonic() - began < 10  # at once: no stale timeout
+    assert state_of(state_dir, "job")["pass_count"] == "1"  # the killed pass recorded nothing
+
+
+def test_the_breaker_halts_and_records_it(state_dir: Path, tmp_path: Path) -> None:
+    for _ in range(3):
+        assert guard("job", "--state-dir", str(state_dir), "--", "false").returncode == 1
+    marker = tmp_path / "ran"
+    halted = guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker))
+    assert halted.returncode == 1 and not marker.exists()
+    assert _lines(halted.stdout) == [
+        "HALT: 3 consecutive failures detected. Manual intervention required.",
+        "  Last status: failure",
+        f"  Last run: {state_of(state_dir, 'job')['last_run_at']}",
+        f"  Reset by deleting or editing: {state_dir / 'job-state.yaml'}",
+        "  Or run: resumable guard reset job"]
+    assert halted.stderr.startswith("resumable: job: halted by the circuit breaker") and halted.stderr.count("\n") == 1
+    got = state_of(state_dir, "job")
+    assert got["breaker_tripped_at"] != "never" and got["pass_count"] == "3"  # recorded; not a pass
+    events = [json.loads(line)["event"] for line in (state_dir / "job-history.jsonl").read_text().splitlines()]
+    assert events == ["pass", "pass", "pass", "halt"]
+    status = guard("status", "job", "--state-dir", str(state_dir), "--history")
+    assert status.returncode == 0 and "breaker:              TRIPPED at" in status.stdout and "HALT" in status.stdout
+    assert guard("reset", "job", "--state-dir", str(state_dir)).returncode == 0
+    assert guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker)).returncode == 0 and marker.exists()
+
+
+def test_a_breaker_of_one_and_a_breaker_off(state_dir: Path) -> None:
+    assert guard("a", "--state-dir", str(state_dir), "--breaker", "1", "--", "false").returncode == 1
+    assert "HALT: 1 consecutive" in guard("a", "--state-dir", str(state_dir), "--breaker", "1", "--", "true").stdout
+    for _ in range(4):
+        assert guard("b", "--state-dir", str(state_dir), "--breaker", "0", "--", "false").returncode == 1
+    assert state_of(state_dir, "b")["consecutive_failures"] == "4"
+
+
+@pytest.mark.parametrize(("script", "status", "code", "failures"), [
+    ("echo 'the cycle completed successfully'", "unknown", 0, "0"),
+    ("echo 'Result: FAILURE.'", "failure", 0, "1"),
+    ("echo noop; echo 'then: halt'", "halt", 0, "1"),
+    ("echo 'Outcome: success'; exit 4", "failure", 4, "1"),
+    ("echo 'NOOP'", "noop", 0, "0"),
+])
+def test_outcome_from_output(state_dir: Path, script: str, status: str, code: int, failures: str) -> None:
+    proc = guard("job", "--state-dir", str(state_dir), "--outcome-from-output", "--", "sh", "-c", script)
+    assert proc.returncode == code
+    got = state_of(state_dir, "job")
+    assert (got["last_status"], got["consecutive_failures"]) == (status, failures)
+
+
+def test_unknown_neither_trips_nor_resets_the_breaker(state_dir: Path) -> None:
+    args = ("job", "--state-dir", str(state_dir), "--outcome-from-output", "--breaker", "2", "--", "sh", "-c")
+    guard(*args, "echo failure")
+    guard(*args, "echo done")  # unknown
+    guard(*args, "echo done")
+    assert state_of(state_dir, "job")["consecutive_failures"] == "1"
+    guard(*args, "echo failure")
+    assert guard(*args, "echo success").returncode == 1  # the breaker (2) tripped on failure, unknown, unknown, failure
+
+
+def test_sigterm_reaches_the_commands_whole_process_group(state_dir: Path, tmp_path: Path) -> None:
+    child, grandchild = tmp_path / "child", tmp_path / "grandchild"
+    script = f"sleep 60 & echo $! > {grandchild}; echo $$ > {child}; wait"
+    holder = spawn("job", "--state-dir", str(state_dir), "--", "sh", "-c", script)
+    wait_for(lambda: child.exists() and grandchild.exists() and child.read_text() != ""
+             and grandchild.read_text() != "")
+    pids = int(child.read_text()), int(grandchild.read_text())
+    assert os.getpgid(pids[0]) == pids[0] != os.getpgid(holder.pid)  # its own session and group
+    holder.send_signal(signal.SIGTERM)
+    assert holder.wait(timeout=20) == 128 + signal.SIGTERM
+    wait_for(lambda: not any(alive(p) for p in pids), timeout=10)
+    got = state_of(state_dir, "job")
+    assert (got["last_status"], got["last_exit_code"]) == ("failure", "143")
+
+
+def test_max_passes(state_dir: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "count"
+    for _ in range(3):
+        proc = guard("job", "--state-dir", str(state_dir), "--max-passes", "2", "--", "sh", "-c", f"echo x >> {marker}")
+        assert proc.returncode == 0
+    assert marker.read_text() == "x\nx\n"
+    assert _lines(proc.stdout) == ["SKIP: max passes reached (2 >= 2)"]
+
+
+def test_dry_run_runs_and_writes_nothing(state_dir: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    proc = guard("job", "--state-dir", str(state_dir), "--dry-run", "--", "touch", str(marker))
+    assert proc.returncode == 0 and not marker.exists()
+    assert _lines(proc.stdout) == [f"DRY RUN: would start pass 1 (last: none at never): touch {marker}"]
+    assert sorted(p.name for p in state_dir.iterdir()) == ["job.lock"]
+
+
+def test_a_job_named_like_a_subcommand(state_dir: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    assert guard("run", "status", "--state-dir", str(state_dir), "--", "touch", str(marker)).returncode == 0
+    assert marker.exists() and (state_dir / "status-state.yaml").exists()
+    status = guard("status", "status", "--state-dir", str(state_dir))
+    assert status.returncode == 0 and "passes:               1" in status.stdout
+
+
+def test_options_before_the_name_and_a_missing_command(state_dir: Path) -> None:
+    assert guard("--max-passes", "1", "job", "--state-dir", str(state_dir), "--", "true").returncode == 0
+    proc = guard("job", "--state-dir", str(state_dir))
+    assert proc.returncode == 1 and proc.stderr.startswith("resumable: ") and proc.stderr.count("\n") == 1
+
+
+def test_status_and_reset(state_dir: Path, tmp_path: Path) -> None:
+    assert guard("status", "nope", "--state-dir", str(state_dir)).returncode == 3
+    holder, release = _hold(state_dir, "job", tmp_path)
+    status = guard("status", "job", "--state-dir", str(state_dir))
+    assert f"running:              yes (pid {holder.pid}" in status.stdout  # type: ignore[attr-defined]
+    refused = guard("reset", "job", "--state-dir", str(state_dir))
+    assert refused.returncode == 2 and "is running" in refused.stderr and refused.stderr.count("\n") == 1
+    release.touch()
+    holder.wait(timeout=20)  # type: ignore[attr-defined]
+    assert guard("reset", "job", "--all", "--state-dir", str(state_dir)).returncode == 0
+    assert state_of(state_dir, "job")["pass_count"] == "0"
+
+
+def test_a_state_the_seed_left_is_continued(tmp_path: Path) -> None:
+    """Switching from cron-closeout.sh: same directory, NAME cron-closeout, the seed's state file."""
+    checkpoints = tmp_path / "onex" / "pipeline_checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "cron-closeout-state.yaml").write_text(
+        "# cron-closeout checkpoint\nschema_version: \"1.0.0\"\npass_count: 9\nlast_status: halt\n"
+        "last_run_at: 2026-03-28T22:00:00Z\nconsecutive_failures: 3\ndry_run: false\n")
+    proc = guard("cron-closeout", "--", "true", env={"ONEX_STATE_DIR": str(tmp_path / "onex")})
+    assert proc.returncode == 1 and "HALT: 3 consecutive failures detected" in proc.stdout
+    assert "  Last status: halt" in _lines(proc.stdout)
+
+
+# --- planted files in the state directory ------------------------------------------------------
+
+
+@pytest.mark.parametrize("planted", ["job-state.yaml", "job.lock", "job-history.jsonl", "job-logs"])
+def test_a_planted_symlink_is_refused(planted: str, state_dir: Path, tmp_path: Path) -> None:
+    state_dir.mkdir()
+    victim = tmp_path / "victim"
+    victim.mkdir() if planted == "job-logs" else victim.write_text("precious\n")
+    (state_dir / planted).symlink_to(victim)
+    marker = tmp_path / "ran"
+    proc = guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker))
+    assert proc.returncode == 1, proc
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("resumable: refused: ")
+    assert "symbolic link" in proc.stderr and "Traceback" not in proc.stderr
+    assert not marker.exists() or planted == "job-history.jsonl"  # the history is written after the pass
+    assert (victim.is_dir() and list(victim.iterdir()) == []) or victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("planted", ["job-state.yaml", "job.lock"])
+def test_a_planted_fifo_is_refused_without_blocking(planted: str, state_dir: Path, tmp_path: Path) -> None:
+    state_dir.mkdir()
+    os.mkfifo(state_dir / planted)
+    proc = guard("job", "--state-dir", str(state_dir), "--", "true", timeout=20)
+    assert proc.returncode == 1 and "is a FIFO" in proc.stderr and proc.stderr.count("\n") == 1
+    assert guard("status", "job", "--state-dir", str(state_dir), timeout=20).returncode == 1
+
+
+def test_control_characters_never_reach_the_terminal(state_dir: Path) -> None:
+    state_dir.mkdir()
+    (state_dir / "job-state.yaml").write_text("pass_count: 1\nlast_status: \x1b[31mred\nconsecutive_failures: 3\n")
+    proc = guard("job", "--state-dir", str(state_dir), "--dry-run", "--", "printf", "\x1b]0;title\x07")
+    assert "\x1b" not in proc.stdout + proc.stderr and "\\x1b[31mred" in proc.stdout
+    proc = guard("job", "--state-dir", str(state_dir), "--breaker", "0", "--dry-run", "--", "printf", "\x1b]0;t\x07")
+    assert "\x1b" not in proc.stdout and "\\x1b]0;t\\x07" in proc.stdout
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "", "x" * 65, "sp ace"])
+def test_bad_names_are_refused(name: str, state_dir: Path) -> None:
+    proc = guard("run", name, "--state-dir", str(state_dir), "--", "true")
+    assert proc.returncode == 1 and "Invalid guard name" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not state_dir.exists()
