@@ -93,8 +93,10 @@ class FileRunHandle:
             time.sleep(min(left, 0.25))
 
     def log_dir(self) -> str:
-        """``<run>/logs``, created if missing, checked for planted links (``layout.check_log_dir``)."""
-        return check_log_dir(self.files.dir, os.path.basename(self.files.data_dir), create=True)
+        """``<run>/logs``, created if missing, its directories checked for planted links
+        (``layout.check_log_dir``; the runner lease checks the logs in it as it is taken, and every
+        log is opened without following a link anyway)."""
+        return check_log_dir(self.files.dir, os.path.basename(self.files.data_dir), create=True, entries=False)
 
     def put_blob(self, data: bytes) -> str:
         return blobs.put(self.files, data)

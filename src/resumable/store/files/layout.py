@@ -144,12 +144,12 @@ def translate(exc: OSError, what: str) -> StoreError:
     return StoreError(f"{what}: {exc.strerror or exc}")
 
 
-def check_log_dir(directory: str, stem: str, *, create: bool) -> str:
+def check_log_dir(directory: str, stem: str, *, create: bool, entries: bool = True) -> str:
     """``<directory>/<stem>/logs`` (a run's step logs), checked as directories opened without
-    following links, holding no link or other non-regular file: a step's output truncates its log,
-    and a link planted there (at a directory, or at a log a step will write) would have it
-    overwrite the link's target. Created when missing and ``create``; a missing one is fine
-    otherwise. Raises StoreError (one line) for anything planted."""
+    following links and, with ``entries``, holding no link or other non-regular file: a step's
+    output truncates its log, and a link planted there (at a directory, or at a log a step will
+    write) would have it overwrite the link's target. Created when missing and ``create``; a
+    missing one is fine otherwise. Raises StoreError (one line) for anything planted."""
     logs = os.path.join(directory, stem, "logs")
     try:
         fd = fsio.open_dirs(directory, [stem, "logs"], create=create)
@@ -159,9 +159,12 @@ def check_log_dir(directory: str, stem: str, *, create: bool) -> str:
         return logs
     except OSError as exc:
         raise translate(exc, f"cannot write step logs: {exc.filename or logs}") from exc
+    if not entries:
+        os.close(fd)
+        return logs
     try:
-        with os.scandir(fd) as entries:
-            for e in entries:
+        with os.scandir(fd) as found:
+            for e in found:
                 if e.is_symlink():
                     raise translate(OSError(errno.ELOOP, "is a symbolic link"),
                                     f"cannot write step logs: {os.path.join(logs, e.name)}")
