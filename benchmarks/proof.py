@@ -1,4 +1,4 @@
-"""The proof suite: every reliability (R1-R10) and performance (P1-P7) goal, one PASS/FAIL line
+"""The proof suite: every reliability (R1-R11) and performance (P1-P7) goal, one PASS/FAIL line
 each with its figure.
 
     python -m benchmarks.proof --tier full     # the documented proof (several minutes)
@@ -25,14 +25,16 @@ from benchmarks._common import REPO, parser, scratch
 
 sys.path.insert(0, str(REPO))  # tests.reliability is imported from the source tree
 
+from tests.reliability import fuzz
 from tests.reliability import goals as g
 from tests.reliability import runner_goals as rg
 
 SIZES = {
-    "quick": dict(r1=60, r4=150, r5=("unit",), r6=(4, 100, 100), r9=1500, r8=5, r7=3, r10=3,
-                  flips=1, samples=300, p3=2000, p4=(16, 50), p5=10_000, p6=15, p2_big=100_000),
-    "full": dict(r1=1000, r4=1000, r5=None, r6=(16, 1000, 200), r9=10_000, r8=100, r7=20, r10=20,
-                 flips=3, samples=2000, p3=10_000, p4=(16, 300), p5=30_000, p6=40, p2_big=100_000),
+    "quick": dict(r1=60, r4=150, r5=("unit",), r6=(4, 100, 100), r9=1500, r8=5, r7=3, r10=3, r10_rounds=6,
+                  r11=(300, 20), flips=1, samples=300, p3=2000, p4=(16, 50), p5=10_000, p6=15, p2_big=100_000),
+    "full": dict(r1=1000, r4=1000, r5=None, r6=(16, 1000, 200), r9=10_000, r8=100, r7=20, r10=20, r10_rounds=100,
+                 r11=(2000, 150), flips=3, samples=2000, p3=10_000, p4=(16, 300), p5=30_000, p6=40,
+                 p2_big=100_000),
 }
 
 
@@ -102,7 +104,17 @@ def main(argv: list[str] | None = None) -> int:
         s.run("R7", lambda d: from_result(rg.r7_runner_lock(d, trials=z["r7"], timing=True)))
         s.run("R8", lambda d: from_result(rg.r8_timeouts(d, trials=z["r8"], timing=True)))
         s.run("R9", lambda d: from_result(g.r9_malformed(d, n=z["r9"])))
-        s.run("R10", lambda d: from_result(rg.r10_resume_reaps(d, trials=z["r10"], timing=True)))
+
+        def r10(d: Path) -> tuple[bool, str, list[str]]:
+            # SIGKILLed mid-step, then the kill loop: runners killed mid-step, while reaping, just
+            # after starting the step.
+            a = rg.r10_resume_reaps(d / "reaps", trials=z["r10"], timing=True)
+            b = rg.r10_kill_loop(d / "loop", rounds=z["r10_rounds"])
+            return a.ok and b.ok, f"{a.figure}; {b.figure}", [*a.failures, *b.failures]
+
+        s.run("R10", r10)
+        examples, real = z["r11"]
+        s.run("R11", lambda d: from_result(fuzz.r11_fuzz(d, examples=examples, real_processes=real)))
 
         def p1(d: Path) -> tuple[bool, str, list[str]]:
             L, t = m.interleaved(d, 10_000, z["samples"])

@@ -164,20 +164,31 @@ def build(path: Path, small_snapshot: bool, monkeypatch: pytest.MonkeyPatch) -> 
     return docs
 
 
+def view_as_of(docs: list[dict[str, Any]], full: bytes, seq: int) -> bytes:
+    """The snapshot a lazy refresh would have left after record ``seq`` (its marker there)."""
+    from resumable.store.files import snapshot
+
+    offset = [0, *[i + 1 for i, b in enumerate(full) if b == ord("\n")]][seq]
+    return snapshot.encode(docs[seq], seq, offset)
+
+
 @pytest.mark.parametrize("small_snapshot", [False, True])
-@pytest.mark.parametrize("keep_snapshot", [True, False])
+@pytest.mark.parametrize("view", ["behind", "none"])
 def test_truncation_at_every_byte_of_the_last_two_records(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_snapshot: bool, keep_snapshot: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_snapshot: bool, view: str
 ) -> None:
+    """Cut past what the snapshot acknowledged (its marker is at record 6, or there is none): the
+    torn tail is discarded and the exact prefix recovered."""
     path = tmp_path / "r.json"
     journal_path = tmp_path / "r.journal.jsonl"
     docs = build(path, small_snapshot, monkeypatch)
-    full, snap = journal_records(journal_path), path.read_bytes()
+    full = journal_records(journal_path)
+    snap = view_as_of(docs, full, 6)
     assert full.count(b"\n") == 8
     starts = [0] + [i + 1 for i, b in enumerate(full) if b == ord("\n")]
     for cut in range(starts[6], len(full)):
         path.write_bytes(snap)
-        if not keep_snapshot:
+        if view == "none":
             path.unlink()
         journal_path.write_bytes(full[:cut])
         complete = full[:cut].count(b"\n")
@@ -197,6 +208,28 @@ def test_truncation_at_every_byte_of_the_last_two_records(
         assert resumable.read_doc(path) == expected, cut
 
 
+def test_truncation_below_what_the_snapshot_acknowledged_is_corruption(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot is exact (its marker at record 8): a journal cut anywhere before that lost
+    acknowledged writes, which the torn-tail rule must never discard. Reads and writes refuse in
+    one line, and nothing is rewritten."""
+    path = tmp_path / "r.json"
+    journal_path = tmp_path / "r.journal.jsonl"
+    build(path, True, monkeypatch)
+    full, snap = journal_records(journal_path), path.read_bytes()
+    starts = [0] + [i + 1 for i, b in enumerate(full) if b == ord("\n")]
+    for cut in range(starts[6], len(full)):
+        path.write_bytes(snap)
+        journal_path.write_bytes(full[:cut])
+        before = tree(tmp_path)
+        with pytest.raises(CorruptRunError, match="acknowledges records up to 8"):
+            resumable.read_doc(path)
+        with pytest.raises(CorruptRunError, match="nothing was changed"):
+            resumable.open_run(path).unit("z", "done")
+        assert tree(tmp_path) == before, cut
+
+
 def test_next_write_after_a_torn_tail_is_read_correctly_without_close(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -204,8 +237,9 @@ def test_next_write_after_a_torn_tail_is_read_correctly_without_close(
     place: a reader must see the new record, not a stale snapshot that still matches the offset."""
     path = tmp_path / "r.json"
     journal_path = tmp_path / "r.journal.jsonl"
-    build(path, True, monkeypatch)
+    docs = build(path, True, monkeypatch)
     full = journal_records(journal_path)
+    path.write_bytes(view_as_of(docs, full, 7))  # the view before record 8 (a lazy refresh)
     last = full.rfind(b"\n", 0, len(full) - 1) + 1
     journal_path.write_bytes(full[: last + 10])  # record 8 ("c" blocked) torn
     w2 = resumable.open_run(path)

@@ -201,7 +201,7 @@ def test_big_documents_decode_as_small_ones(value: Any, ascii: bool) -> None:
         "18446744073709551615",
         "18446744073709551616",
         '{"ns": 1732870000000000000, "big": [99999999999999999999, 9999999999999999999]}',
-        '["\\ud800", "\\udfff", "x\\ud83d", "\\ud83d\\ude00"]',
+        '["\\ud83d\\ude00", "x\\\\ud800"]',  # a surrogate pair; an escaped backslash before "ud800"
         '{"a": 1, "b": 2, "a": 3}',
         '{"s": "1234567890123456789012345"}',
         "[0.12345678901234567890123, 1.5e300, -0.0, 5e-324]",
@@ -209,8 +209,8 @@ def test_big_documents_decode_as_small_ones(value: Any, ascii: bool) -> None:
 )
 @pytest.mark.parametrize("big", [False, True], ids=["small", "big"])
 def test_loads_is_lossless(text: str, big: bool) -> None:
-    """orjson (above BIG) turns integers beyond 64 bits into floats and rejects lone surrogates;
-    neither may show: a big document decodes exactly as a small one."""
+    """orjson (above BIG) turns integers beyond 64 bits into floats; that may not show: a big
+    document decodes exactly as a small one."""
     data = text.encode()
     padded = data + b" " * (jsonio.BIG + 1) if big else data
     for mod in MODULES:
@@ -255,7 +255,10 @@ def test_bad_documents_fail_as_in_the_standard_library(mod: ModuleType, data: by
 @pytest.mark.parametrize(
     "data",
     [b"NaN", b"Infinity", b"-Infinity", b"[1, NaN]", b"1e999", b"-1e999", b'{"x": [1e400]}', b"\xff", b'"\xc3"',
-     b"[" * 100_000, b'{"a":' * 100_000],
+     b"[" * 100_000, b'{"a":' * 100_000,
+     # Lone surrogate escapes: no UTF-8 file can hold the string they make (found by fuzzing the
+     # CLI: an internal error when the value was stored).
+     b'["\\ud800"]', b'{"\\udfff": 1}', b'["x\\ud83d"]', b'["\\ude00\\ud83d"]', b'{"a": {"b": ["\\uDC00"]}}'],
 )
 @pytest.mark.parametrize("big", [False, True], ids=["small", "big"])
 def test_strictness(mod: ModuleType, data: bytes, big: bool) -> None:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import resumable
 from corehelpers import data_dir_of, journal_of, journal_records, needs, records, snapshot_file, tree
-from resumable.errors import NewerFormatError, NoRunError, RefusedError
+from resumable.errors import CorruptRunError, NewerFormatError, NoRunError, RefusedError
 from resumable.store.files import journal, refresh
 
 Doc = dict[str, Any]
@@ -696,14 +696,17 @@ def test_a_lock_free_read_of_a_rolled_back_record_never_reaches_a_write(
     reader.refresh()
     journal_path = runs / "r.journal.jsonl"
     good = journal_path.read_bytes()
+    view = (runs / "r.json").read_bytes()
     other = resumable.open_run("r", runs_dir=runs)
     other.unit("u0", "blocked", note="a" * 14)
     assert reader.refresh()["units"]["u0"]["status"] == "blocked"  # seen, without the lock
     other.close()
     rolled_back = journal_path.read_bytes()[len(good):]
-    # The writer's fsync failed: it cut its record off again; then another writer wrote seq n,
-    # a record of exactly the same length, so nothing about the file's size gives it away.
+    # The writer's fsync failed: it cut its record off again (a record never acknowledged is in
+    # no view); then another writer wrote seq n, a record of exactly the same length, so nothing
+    # about the file's size gives it away.
     journal_path.write_bytes(good)
+    (runs / "r.json").write_bytes(view)
     resumable.open_run("r", runs_dir=runs).unit("u1", "in_progress", note="b" * 10)
     assert len(journal_path.read_bytes()) - len(good) == len(rolled_back)
     reader.unit("u2", "done")
@@ -778,9 +781,11 @@ def test_a_record_from_a_newer_resumable_is_refused_not_called_corrupt(runs: Pat
     assert tree(runs) == before
 
 
-def test_a_view_ahead_of_a_journal_cut_back_is_not_trusted(runs: Path) -> None:
+def test_a_view_ahead_of_a_journal_cut_back_is_corruption(runs: Path) -> None:
     """The snapshot's marker points past the journal's last record (the journal was restored from
-    an older copy): the journal is replayed."""
+    an older copy): the view acknowledged writes the journal no longer holds, so neither a read
+    nor a write may go on as if they never happened: corruption, one line, nothing rewritten.
+    Moving the journal aside falls back to the snapshot, as the message says."""
     run = make_run(runs)
     older = journal_of(run).read_bytes()
     run.unit("u0", "done")
@@ -788,12 +793,17 @@ def test_a_view_ahead_of_a_journal_cut_back_is_not_trusted(runs: Path) -> None:
     marker = snapshot_file(run.path)[1]
     assert marker is not None and marker["offset"] > len(older)
     journal_of(run).write_bytes(older)  # restored from an older copy
-    doc = resumable.read_doc(run.path)
-    assert doc["units"]["u0"]["status"] == "pending"
+    before = tree(runs)
+    with pytest.raises(CorruptRunError, match="acknowledges records up to 2"):
+        resumable.read_doc(run.path)
+    with pytest.raises(CorruptRunError, match="move it aside"):
+        resumable.open_run("r", runs_dir=runs).unit("u1", "done")
+    assert tree(runs) == before
+    journal_of(run).rename(runs / "r.journal.aside")
     again = resumable.open_run("r", runs_dir=runs)
     again.unit("u1", "done")
-    assert [s for s, _ in records(journal_of(run))] == [1, 2]
-    assert resumable.read_doc(run.path)["units"]["u1"]["status"] == "done"
+    doc = resumable.read_doc(run.path)
+    assert doc["units"]["u0"]["status"] == "done" and doc["units"]["u1"]["status"] == "done"
 
 
 def test_a_write_does_not_stat_the_journal(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:

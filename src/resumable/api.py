@@ -20,7 +20,7 @@ from resumable import store
 from resumable.core import verbs
 from resumable.core.model import check_run_id, default_run_id, summary
 from resumable.core.plan import resume_set
-from resumable.errors import InvalidInputError, NoRunError
+from resumable.errors import InvalidInputError, NoRunError, RefusedError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,6 +43,10 @@ else:
 __all__ = ["Run", "find_runs_dir", "gc", "open_run", "read_doc", "run_job"]
 
 validate_launch = verbs.validate_launch
+
+# runner.process.TOKEN_ENV (not imported: it would load subprocess on every seed verb): the
+# runner's secret, in the environment of every step it starts.
+RUNNER_TOKEN_ENV = "RESUMABLE_RUNNER_TOKEN"
 
 
 def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
@@ -133,6 +137,27 @@ class Run:
     def _commit(self, event: dict[str, Any], *, lazy_view: bool = False) -> Any:
         return self.handle.commit([event], lazy_view=lazy_view)[0]
 
+    def _refuse_under_a_runner(self, verb: str) -> None:
+        """A live runner owns its run's units and outcome: a unit state, a finalize or an init
+        written by another process would be silently overwritten by the runner's next write (or
+        would pull the run from under it), so it is refused (exit 2) naming the runner. Its own
+        steps are let through: they carry the runner's secret in their environment. Findings,
+        phases and validation never conflict with the runner and stay open to everyone."""
+        probe = getattr(self.handle, "runner_holder", None)
+        holder = probe() if probe is not None else None
+        if holder is None:
+            return
+        secret = holder.get("secret")
+        if isinstance(secret, str) and secret and os.environ.get(RUNNER_TOKEN_ENV) == secret:
+            return
+        if holder.get("pid") == os.getpid():
+            return  # this process holds the lease itself (durable functions' session)
+        raise RefusedError(
+            f"run {self.run_id!r} is held by a live runner (pid {holder.get('pid', '?')} on"
+            f" {holder.get('host', '?')}, started {holder.get('startedAt', '?')}): a {verb} written now"
+            " would be overwritten by the runner; wait for it to finish or stop it (Ctrl-C / kill"
+            " that pid)")
+
     def init(
         self,
         task: str,
@@ -154,8 +179,10 @@ class Run:
                     f"--id {run_id} does not match the run named {own}; give one or the other")
             run_id = own
         run_id = check_run_id(run_id) if run_id is not None else default_run_id()
-        self._commit(verbs.init(task, run_id, units=units, launch=launch, required_phases=required_phases,
-                                require_validation=require_validation))
+        event = verbs.init(task, run_id, units=units, launch=launch, required_phases=required_phases,
+                           require_validation=require_validation)
+        self._refuse_under_a_runner("init")
+        self._commit(event)
         return run_id
 
     def begin(self, launch: dict[str, Any] | None = None) -> None:
@@ -175,13 +202,16 @@ class Run:
     ) -> None:
         """Set a unit's state. ``lazy_view=True`` skips rewriting a small run's snapshot file for
         this write (it is durable in the journal and every resumable reader sees it)."""
-        self._commit(verbs.unit(unit_id, state, note=note, deps=deps, attempt=attempt, fields=fields),
-                     lazy_view=lazy_view)
+        event = verbs.unit(unit_id, state, note=note, deps=deps, attempt=attempt, fields=fields)
+        self._refuse_under_a_runner("unit state")
+        self._commit(event, lazy_view=lazy_view)
 
     def invalidate(self, unit_id: str, reason: str) -> None:
         """Send a unit (typically done) back to pending, recording why: the only way a done unit
         is ever re-run."""
-        self._commit(verbs.invalidate(unit_id, reason))
+        event = verbs.invalidate(unit_id, reason)
+        self._refuse_under_a_runner("invalidation")
+        self._commit(event)
 
     def phase(self, name: str, state: str) -> None:
         self._commit(verbs.phase(name, state))
@@ -200,7 +230,9 @@ class Run:
         self._commit(verbs.validation(status, note))
 
     def finalize(self, status: str, result: str | None = None) -> None:
-        self._commit(verbs.finalize(status, result))
+        event = verbs.finalize(status, result)
+        self._refuse_under_a_runner("finalize")
+        self._commit(event)
 
     def reconcile(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -226,4 +227,112 @@ def r7_runner_lock(base: Path, trials: int = 20, timing: bool = False) -> Result
     res.ok = res.ok and good == trials and reuse_ok
     if timing and worst > 5.0:
         res.fail(f"the next runner took {worst:.2f} s")
+    return res
+
+
+def _lease_held(state: Path, run_id: str) -> bool:
+    import fcntl
+
+    try:
+        fd = os.open(lock_path(state, run_id), os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _attempts(log: Path) -> list[list[int]]:
+    text = log.read_text() if log.exists() else ""
+    return [[int(p) for p in line.split()[1:]] for line in text.splitlines() if line.startswith("start")]
+
+
+def _interruptible() -> None:
+    """In the runner's child, before exec: SIGINT back to its default. A program started with
+    SIGINT ignored (a background job of a script, `nohup ... &`) keeps ignoring it, so Ctrl-C
+    would not reach a runner started by a proof run that was itself started that way."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def r10_kill_loop(base: Path, rounds: int = 100, seed: int = 10, timing: bool = False) -> Result:
+    """Runners killed at random points, again and again, on one run: mid-step (SIGKILL: the step and
+    its grandchild, which left the step's group, outlive the runner), while reaping what an earlier
+    one left (the leftovers ignore SIGTERM, so the next runner waits out its grace: it is killed or
+    Ctrl-C'd inside it), and just after starting the step. Then a clean run. The step holds an
+    flock that its grandchild shares: no attempt ever starts while any process of an earlier one
+    lives (it would log DOUBLE), and no process of any attempt survives the end."""
+    res = Result("R10", True, "")
+    d = base / "loop"
+    d.mkdir(parents=True)
+    state = d / "state"
+    log = d / "log"
+    args = _runner(state, "j", [f"s:{sys.executable} {STEPTREE} guarded {d}"], "--grace", "0.2s")
+    rng = random.Random(seed)
+    counts = {"mid-step": 0, "while reaping": 0, "just after start": 0, "at random": 0}
+    sigs = {"SIGKILL": 0, "SIGINT": 0}
+    leftover = False  # a SIGKILLed runner left its step running
+    for i in range(rounds):
+        n_before = len(_attempts(log))
+        runner = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  preexec_fn=_interruptible)
+
+        def holds(runner: subprocess.Popen[str] = runner) -> bool:
+            return _lease_held(state, "j") or runner.poll() is not None
+
+        def started(runner: subprocess.Popen[str] = runner, n: int = n_before) -> bool:
+            return len(_attempts(log)) > n or runner.poll() is not None
+
+        if leftover and rng.random() < 0.5:
+            where = "while reaping"
+            # It takes the lease, sends SIGTERM (ignored), and waits out a 2 s grace: kill it in it.
+            _wait_for(holds, 30)
+            time.sleep(rng.uniform(0.0, 1.5))
+            if len(_attempts(log)) > n_before:
+                where = "mid-step"  # it had already reaped and started the step
+        elif rng.random() < 0.3:
+            where = "just after start"
+            _wait_for(started, 30)
+        elif rng.random() < 0.5:
+            where = "mid-step"
+            _wait_for(started, 30)
+            time.sleep(rng.uniform(0.0, 0.3))
+        else:
+            where = "at random"
+            time.sleep(rng.uniform(0.0, 1.0))
+        sig = signal.SIGKILL if rng.random() < 0.7 else signal.SIGINT
+        counts[where] += 1
+        sigs[sig.name] += 1
+        if runner.poll() is None:
+            runner.send_signal(sig)
+        try:
+            runner.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            runner.kill()
+            runner.communicate()
+            res.fail(f"round {i}: the runner did not stop after {sig.name}")
+        attempts = _attempts(log)
+        leftover = bool(attempts) and any(_alive(p) for p in attempts[-1])
+        if "DOUBLE" in (log.read_text() if log.exists() else ""):
+            res.fail(f"round {i} ({where}, {sig.name}): an attempt started while an earlier one lived")
+            break
+    (d / "go").write_text("")
+    final = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    attempts = _attempts(log)
+    text = log.read_text() if log.exists() else ""
+    survivors = [p for pids in attempts for p in pids if _alive(p)]
+    if final.returncode != 0:
+        res.fail(f"the final clean run exited {final.returncode}: {final.stderr.strip()[-300:]}")
+    if "DOUBLE" in text:
+        res.fail(f"two attempts overlapped: {[line for line in text.splitlines() if 'DOUBLE' in line][:5]}")
+    if survivors:
+        res.fail(f"{len(survivors)} process(es) of earlier attempts survived: {survivors[:10]}")
+        _kill_pids(survivors)
+    res.figure = (f"{rounds} runners killed ({sigs['SIGKILL']} SIGKILL, {sigs['SIGINT']} SIGINT: "
+                  + ", ".join(f"{v} {k}" for k, v in counts.items())
+                  + f"), then a clean run: {len(attempts)} attempts, none overlapping; "
+                  f"{2 * len(attempts)} processes, {len(survivors)} survived")
     return res

@@ -4,6 +4,10 @@
                                         which execs `sleep` holding the step's stdout
     python steptree.py once DIR         one copy at a time: takes DIR/step.lock (flock) or logs
                                         DOUBLE; logs "start <pid>"; waits for DIR/go, then exits 0
+    python steptree.py guarded DIR      as once, but ignoring SIGTERM, and with a grandchild in a
+                                        session of its own that shares the lock (so the lock is
+                                        free only once every process of the attempt is gone);
+                                        logs "start <pid> <grandchild pid>"
 """
 
 from __future__ import annotations
@@ -44,8 +48,31 @@ def once(d: str) -> None:
         time.sleep(0.02)
 
 
+def guarded(d: str) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    fd = os.open(os.path.join(d, "step.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    log = os.path.join(d, "log")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        with open(log, "a") as f:
+            f.write(f"DOUBLE {os.getpid()}\n")
+        sys.exit(3)
+    child = subprocess.Popen([sys.executable, "-c", "import os, signal, time; os.setsid();"
+                              " signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"],
+                             pass_fds=(fd,))
+    with open(log, "a") as f:
+        f.write(f"start {os.getpid()} {child.pid}\n")
+    while not os.path.exists(os.path.join(d, "go")):
+        time.sleep(0.02)
+    child.kill()
+    child.wait()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "tree":
         tree(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == "guarded":
+        guarded(sys.argv[2])
     else:
         once(sys.argv[2])

@@ -62,3 +62,7 @@ def test_r8_timeouts_leave_no_survivors(tmp_path: Path) -> None:
 
 def test_r10_resume_reaps_leftover_group(tmp_path: Path) -> None:
     check(runner_goals.r10_resume_reaps(tmp_path, trials=3))
+
+
+def test_r10_runners_killed_mid_step_while_reaping_and_after_starting(tmp_path: Path) -> None:
+    check(runner_goals.r10_kill_loop(tmp_path, rounds=4))

@@ -54,8 +54,8 @@ def test_leftover_background_process_of_a_finished_step_is_stopped(work: Path) -
 
 def test_only_processes_carrying_the_secret_are_reaped() -> None:
     """A lock file names groups; only processes proven to carry the recording runner's secret in
-    their environment are signalled: a reused pid, or any process a forged file names, never is,
-    even with its real start time recorded."""
+    their environment are signalled (wherever they are): a reused pid, or any process a forged
+    file names, never is, even with its real start time recorded."""
     from resumable.runner.process import TOKEN_ENV, reap, start_token
     from resumable.store.values import LeftoverGroup
 
@@ -63,7 +63,7 @@ def test_only_processes_carrying_the_secret_are_reaped() -> None:
     ours = subprocess.Popen(["sleep", "30"], start_new_session=True, env={**os.environ, TOKEN_ENV: "s3cret"})
     try:
         time.sleep(0.05)
-        forged = LeftoverGroup(other.pid, start_token(other.pid), "s3cret")
+        forged = LeftoverGroup(other.pid, start_token(other.pid), "forged")
         gone, alive = reap([forged], grace=0.1)
         assert other.poll() is None and alive == []
         assert gone == [forged]  # nothing of ours is in that group: proven gone, dropped

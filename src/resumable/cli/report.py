@@ -36,7 +36,7 @@ def report_command(run: str | None, output: str | None, runs_dir: str | None, st
     if output == "-":
         click.echo(page, nl=False)
         return
-    target = output or f"{entry.run_id}.report.html"
+    target = output or f"{_file_name(entry.run_id, entry.location)}.report.html"
     try:
         fsio.write_output(target, page.encode("utf-8"))
     except OSError as exc:
@@ -44,3 +44,17 @@ def report_command(run: str | None, output: str | None, runs_dir: str | None, st
         raise StoreError(f"cannot write {target}: {what} — give -o a file in an existing directory"
                          " (or -o - for stdout)") from exc
     click.echo(target)
+
+
+def _file_name(run_id: str, location: str) -> str:
+    """The default output's name: the run id, unless the document's id (data, which a planted or
+    hand-edited file may set to "../../x") is not a valid run id; then the file's own name."""
+    import os
+
+    from resumable.core.model import check_run_id
+    from resumable.errors import InvalidInputError
+
+    try:
+        return check_run_id(run_id)
+    except InvalidInputError:
+        return os.path.basename(location).removesuffix(".json") or "run"

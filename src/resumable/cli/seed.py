@@ -248,7 +248,7 @@ def _gc(args: Args) -> None:
             keep = float(raw)
         except ValueError:
             keep = float("nan")
-        if not keep >= 0:
+        if not 0 <= keep < float("inf"):
             raise InvalidInputError("--keep-days must be a non-negative number")
     count, archive = gc(args.pos(0) or args.opt("--dir"), keep, store_url=args.opt("--store"))
     if count < 0:

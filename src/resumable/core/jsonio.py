@@ -19,7 +19,8 @@ Three pieces, each where it wins:
   It never changes an answer: what it would decode differently (integers beyond 64 bits, lone
   surrogate escapes) goes to the ``_json`` scanner instead.
 
-All strict: NaN, Infinity, numbers beyond float range, invalid UTF-8 and nesting deeper than the
+All strict: NaN, Infinity, numbers beyond float range, invalid UTF-8, lone surrogate escapes
+(``"\\ud800"``: no UTF-8 file can hold the string) and nesting deeper than the
 interpreter's recursion limit are decode errors (``ValueError``), never crashes; a duplicate key's
 last value wins (as in ``JSON.parse``); encoding refuses NaN and Infinity (``ValueError``) and
 non-JSON types (``TypeError``).
@@ -298,9 +299,38 @@ def loads(data: bytes) -> Any:
             # the same error message, as a small one.
             pass
     try:
-        return _decode(data.decode("utf-8"))
+        value = _decode(data.decode("utf-8"))
     except RecursionError as exc:
         raise ValueError("JSON nested too deeply") from exc
+    if b"\\u" in data and (b"\\ud" in data or b"\\uD" in data):
+        _refuse_lone_surrogates(value)
+    return value
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """A ``\\ud800``-style escape without its pair decodes to a string no UTF-8 file can hold: the
+    value could never be stored or printed, so it is a decode error here, not a crash later. Only
+    called when the text holds such an escape, so ordinary documents pay nothing."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            strings = [v]
+        elif isinstance(v, dict):
+            strings = list(v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+            continue
+        else:
+            continue
+        for text in strings:
+            if not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    bad = text[exc.start]
+                    raise ValueError(f"lone surrogate \\u{ord(bad):04x} in a string: not valid Unicode") from None
 
 
 def dumps(value: Any) -> bytes:

@@ -3,10 +3,12 @@ stand-ins for a process that has not started yet or could not start."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from resumable import fsio
 from resumable.core import verbs
 from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
@@ -105,7 +107,9 @@ def finished_attempt(a: Attempt, code: int, now: float, wall: float) -> tuple[st
 
 def append_log(path: str, text: str) -> None:
     try:
-        with open(path, "a", encoding="utf-8") as f:
+        # Never through a planted link, never blocking on a FIFO (see process.open_log).
+        fd = fsio.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(text)
     except OSError:
         pass

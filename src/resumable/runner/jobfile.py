@@ -99,7 +99,11 @@ def _duration(value: object) -> float:
     if isinstance(value, bool):
         raise _Bad("expected a duration like 90, \"90s\", \"10m\" or \"2h\"")
     if isinstance(value, (int, float)):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer beyond float range (`timeout = 999...9`)
+            raise _Bad(f"duration must be a finite number >= 0, got a number of {len(str(abs(value)))}"
+                       " digits") from None
     elif isinstance(value, str) and (m := _DURATION_RE.match(value)):
         seconds = float(m.group(1)) * _UNITS[m.group(2)]
     else:
@@ -249,7 +253,7 @@ def _parse_toml(text: str, path: Path) -> dict[str, Any]:
         return data
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or an integer of more digits than Python converts
         raise InvalidInputError(f"{path}: not valid TOML: {exc}") from exc
 
 
@@ -267,9 +271,12 @@ def _rtoml_loads(text: str) -> dict[str, Any] | None:
 
 
 def load_job_file(path: str | os.PathLike[str], name_override: str | None = None) -> Job:
+    from resumable import fsio
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        # Never blocks on a FIFO, never reads a device: a regular file only (a link may lead to it).
+        text = fsio.read_bytes(str(p), follow=True).decode("utf-8")
     except FileNotFoundError:
         raise UsageError(
             f"no job file {str(p)!r}; write one (see examples/resumable.toml) or pass --step ID:COMMAND"

@@ -7,6 +7,8 @@ Hazards guarded against (seed weakness 3.6(1)):
   never a pipe, so nothing waits on EOF;
 - a reused pid, or any process a forged lock file names, must never be killed: a dead runner's
   leftovers are only signalled when they carry that runner's secret in their environment;
+- a log planted as a link would have a step's output overwrite its target: logs are opened
+  without following links, as regular files only;
 - PID 1 in containers may not reap orphans: zombies are not counted as live group members.
 """
 
@@ -18,6 +20,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
+from resumable import fsio
 from resumable.store.values import LeftoverGroup
 
 TOKEN_ENV = "RESUMABLE_RUNNER_TOKEN"
@@ -136,10 +139,27 @@ class StepProcess:
             self._pidfd = None
 
 
-def spawn(argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> StepHandle:
-    """Start a step in its own session with stdout+stderr to ``log_path`` (truncated)."""
+def open_log(log_path: str) -> int:
+    """The step's log, truncated, as a descriptor. Never through a link, and only a regular file
+    (``fsio.open_regular``): truncating through a link planted at a log's name would destroy the
+    link's target, and a FIFO there would block the runner. The run's own log directory was
+    checked the same way (``RunHandle.log_dir``); a log path the user chose gets its missing
+    directories made."""
     os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
-    with open(log_path, "wb") as log:
+    return fsio.open_regular(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+
+
+def spawn(argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> StepHandle:
+    """Start a step in its own session with stdout+stderr to ``log_path`` (truncated). A step this
+    runner started before (a retry) first has its earlier attempts' strays stopped."""
+    key = (env.get(TOKEN_ENV), env.get("RESUMABLE_RUN"), env.get("RESUMABLE_STEP"))
+    if key[0] and key[1] is not None and key[2] is not None:
+        started = (key[0], key[1], key[2])
+        if started in _started:
+            stop_earlier_attempts(*started)
+        _started.add(started)
+    log = open_log(log_path)
+    try:
         popen = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -150,15 +170,64 @@ def spawn(argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> S
             start_new_session=True,
             close_fds=True,
         )
+    finally:
+        os.close(log)
     return StepProcess(popen)
 
 
-def _environ_has(pid: int, needle: bytes) -> bool:
+def _environments() -> Iterable[tuple[int, set[bytes]]]:
+    """(pid, environment entries) of every process whose environment this one may read (the same
+    user's, or all for root), never this process."""
+    me = os.getpid()
     try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return needle in f.read().split(b"\0")
+        names = os.listdir("/proc")
     except OSError:
-        return False
+        return
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                yield int(name), set(f.read().split(b"\0"))
+        except OSError:
+            continue  # gone, or another user's (then it cannot carry our secret)
+
+
+def carriers(secrets: Iterable[str]) -> dict[str, list[int]]:
+    """Live processes (never this one) carrying each secret as ``RESUMABLE_RUNNER_TOKEN`` in their
+    environment, from /proc/<pid>/environ, which only the same user (or root) can read."""
+    needles = {f"{TOKEN_ENV}={s}".encode(): s for s in secrets}
+    found: dict[str, list[int]] = {s: [] for s in needles.values()}
+    if not needles:
+        return found
+    for pid, entries in _environments():
+        for needle in entries.intersection(needles):
+            if _alive(pid):
+                found[needles[needle]].append(pid)
+    return found
+
+
+def _stop(find: Callable[[], set[int]], grace: float, sleep: Callable[[float], None],
+          clock: Callable[[], float]) -> tuple[set[int], set[int]]:
+    """SIGTERM to every process ``find`` returns, up to ``grace`` seconds, then SIGKILL, asking
+    ``find`` again each round (a process forked meanwhile is caught too); (signalled, alive)."""
+    signalled: set[int] = set()
+    pids: set[int] = set()
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):  # SIGKILL is not instant
+        deadline = clock() + wait
+        sent: set[int] = set()
+        while True:
+            pids = find()
+            for pid in pids - sent if sig == signal.SIGTERM else pids:
+                _kill_checked(pid, sig)
+            sent |= pids
+            signalled |= pids
+            if not pids or clock() >= deadline:
+                break
+            sleep(0.05)
+        if not pids:
+            break
+    return signalled, find()
 
 
 def reap(
@@ -167,41 +236,58 @@ def reap(
     grace: float = 2.0,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] | None = None,
+    stopped: list[int] | None = None,
 ) -> tuple[list[LeftoverGroup], list[int]]:
-    """Stop what dead runners' steps left running: (groups proven gone, pids still alive).
+    """Stop what earlier runners' steps left running: (groups proven gone, pids still alive).
 
-    A process is signalled only when it is in a recorded group and proven ours: it carries the
-    recording runner's secret in its environment (/proc/<pid>/environ, readable only by the same
-    user or root). A forged lock file can name any group and cannot make a process carry the
-    secret; a pid reused by another program does not carry it either. SIGTERM, up to ``grace``
-    seconds, then SIGKILL; a group is gone once no process of it carries the secret."""
+    A process is signalled only when it is proven ours: it carries the recording runner's secret in
+    its environment (/proc/<pid>/environ, readable only by the same user or root), wherever it is
+    (its step's group, a group it made for itself, a step started just before its runner died and
+    never tracked). A forged lock file can name any group and cannot make a process carry the
+    secret; a pid reused by another program does not carry it either. The recorded pgid and start
+    time are never trusted for a signal. SIGTERM, up to ``grace`` seconds, then SIGKILL. A group is
+    gone once no process carries its secret. ``stopped`` collects the pids signalled."""
     import time
 
-    sleep = sleep or time.sleep
-    clock = clock or time.monotonic
     groups = list(groups)
+    secrets = {g.secret for g in groups}
 
-    def ours(g: LeftoverGroup) -> list[int]:
-        needle = f"{TOKEN_ENV}={g.secret}".encode()
-        return [pid for pid in group_members(g.pgid) if _environ_has(pid, needle)]
+    def live() -> set[int]:
+        return {pid for pids in carriers(secrets).values() for pid in pids}
 
-    victims = {g: ours(g) for g in groups}
-    for pids in victims.values():
-        for pid in pids:
-            _kill_checked(pid, signal.SIGTERM)
-    deadline = clock() + grace
-    while clock() < deadline and any(_alive(p) for pids in victims.values() for p in pids):
-        sleep(0.02)
-    for pids in victims.values():
-        for pid in pids:
-            if _alive(pid):
-                _kill_checked(pid, signal.SIGKILL)
-    deadline = clock() + 5.0  # SIGKILL is not instant (a process in uninterruptible sleep)
-    while clock() < deadline and any(_alive(p) for pids in victims.values() for p in pids):
-        sleep(0.02)
-    gone = [g for g in groups if not ours(g)]
-    alive = sorted({p for g in groups if g not in gone for p in ours(g)})
+    signalled, _ = _stop(live, grace, sleep or time.sleep, clock or time.monotonic)
+    found = carriers(secrets)
+    gone = [g for g in groups if not found.get(g.secret)]
+    alive = sorted({p for pids in found.values() for p in pids})
+    if stopped is not None:
+        stopped.extend(sorted(signalled))
     return gone, alive
+
+
+# Steps this process started, as (secret, run, step): a step started again by the same runner (a
+# retry) first has what its earlier attempt left outside its group stopped (see spawn).
+_started: set[tuple[str, str, str]] = set()
+
+
+def stop_earlier_attempts(secret: str, run: str, step: str, *, grace: float = 2.0) -> None:
+    """Stop processes of earlier attempts of ``step`` that this runner started and that left the
+    step's process group (so the group's termination missed them): every process carrying this
+    runner's secret and the step's run and id in its environment. OSError (EBUSY) when some
+    cannot be stopped: the attempt must not start while they live."""
+    import errno
+    import time
+
+    needles = {f"{TOKEN_ENV}={secret}".encode(), f"RESUMABLE_RUN={run}".encode(),
+               f"RESUMABLE_STEP={step}".encode()}
+
+    def live() -> set[int]:
+        return {pid for pid, entries in _environments() if needles <= entries and _alive(pid)}
+
+    if not live():
+        return
+    _signalled, alive = _stop(live, grace, time.sleep, time.monotonic)
+    if alive:
+        raise OSError(errno.EBUSY, f"processes of an earlier attempt are still alive (pids {sorted(alive)})")
 
 
 def _alive(pid: int) -> bool:

@@ -156,18 +156,25 @@ def reset(backend: Backend, run_id: str, *, quiet: bool, dry_run: bool = False) 
 
 def reap_leftovers(lease: RunnerLease, warn: Any) -> None:
     """Stop every process a dead runner left, before anything else runs: a step's next attempt
-    must never overlap an earlier one. Refused when some cannot be stopped."""
+    must never overlap an earlier one. Refused when some cannot be stopped.
+
+    The lease keeps the leftovers until ``reaped`` says they are gone, so a runner killed or
+    interrupted (Ctrl-C) while it waits out the grace period leaves them to the next runner, and
+    nothing is started here before every one of them is proven gone. Every earlier runner is among
+    them (whatever carries its secret), however it ended."""
     leftovers = lease.leftovers()
     if not leftovers:
         return
-    gone, alive = process.reap(leftovers)
+    stopped: list[int] = []
+    gone, alive = process.reap(leftovers, stopped=stopped)
     lease.reaped(gone)
     if alive:
         raise RefusedError(
             f"processes a previous runner started are still alive and could not be stopped"
             f" (pids {', '.join(map(str, alive))}): stop them, then re-run")
-    if warn is not None:
-        warn(f"stopped the leftover processes of {len(gone)} step(s) of a dead runner")
+    if warn is not None and stopped:
+        warn(f"stopped {len(stopped)} leftover process(es) that an earlier runner's steps left running"
+             f" (pids {', '.join(map(str, stopped[:10]))}{' …' if len(stopped) > 10 else ''})")
 
 
 def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from resumable.core import verbs
-from resumable.errors import RefusedError, StoreError
+from resumable.errors import CorruptRunError, NewerFormatError, RefusedError, StoreError
 
 if TYPE_CHECKING:
     from resumable.store.backend import RunHandle
@@ -56,6 +56,10 @@ class SafeWriter:
             except RefusedError as exc:
                 # A queued write the store now refuses would be refused forever: report, move on.
                 self.dropped.append(f"{p.what}: {exc}")
+            except (CorruptRunError, NewerFormatError):
+                # Not a passing failure: the run's state cannot be read, so which steps are done is
+                # unknown, and going on would run done steps again.
+                raise
             except (StoreError, OSError):
                 self._refresh()
                 return False

@@ -7,6 +7,7 @@ overwrites an earlier archive.
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 from resumable import fsio
@@ -34,7 +35,7 @@ def delete_run(files: RunFiles) -> list[str]:
                 except OSError as exc:
                     raise translate(exc, f"cannot delete {path}") from exc
                 removed.append(os.path.basename(path))
-        if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
+        if is_real_dir(files.data_dir):
             import shutil
 
             shutil.rmtree(files.data_dir, ignore_errors=True)
@@ -48,39 +49,68 @@ def delete_run(files: RunFiles) -> list[str]:
     return removed
 
 
-def archive_base(files: RunFiles) -> tuple[str, str]:
-    """(archive dir, base path) with one free base name for every file of this run (snapshot,
+def open_archive(files: RunFiles) -> tuple[str, int]:
+    """(path, descriptor) of ``<dir>/archive``, created if missing, opened without following a
+    link: a link planted there would move runs out of the runs directory."""
+    archive = os.path.join(files.dir, "archive")
+    return archive, fsio.open_dirs(files.dir, ["archive"], create=True)
+
+
+def archive_base(files: RunFiles, archive: str, archive_fd: int) -> str:
+    """A base path in the archive with one free name for every file of this run (snapshot,
     journal, data dir): ``archive/<stem>`` as the seed names it, with a time suffix only when that
     name is taken, so files stay recognisably together and nothing archived is overwritten."""
-    archive = os.path.join(files.dir, "archive")
+
+    def taken(base: str) -> bool:
+        for sfx in _SUFFIXES:
+            try:
+                os.stat(os.path.basename(base) + sfx, dir_fd=archive_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            return True
+        return False
+
     base = os.path.join(archive, files.stem)
-    if not any(os.path.lexists(base + sfx) for sfx in _SUFFIXES):
-        return archive, base
+    if not taken(base):
+        return base
     tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     base = os.path.join(archive, f"{files.stem}.{tag}")
     n = 0
-    while any(os.path.lexists(base + sfx) for sfx in _SUFFIXES):
+    while taken(base):
         n += 1
         base = os.path.join(archive, f"{files.stem}.{tag}.{n}")
-    return archive, base
+    return base
+
+
+def is_real_dir(path: str) -> bool:
+    """A directory that is not a link (a link in place of a run's data directory stays put)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def archive_run(files: RunFiles) -> str:
     """Move a run's snapshot, journal and data dir into ``<dir>/archive/`` under names that never
     overwrite an earlier archive. The caller holds the run's lock."""
-    archive, base = archive_base(files)
     try:
-        fsio.mkdir(archive)
+        archive, afd = open_archive(files)
+    except OSError as exc:
+        raise translate(exc, f"cannot archive {files.snapshot}: {os.path.join(files.dir, 'archive')}") from exc
+    try:
+        base = archive_base(files, archive, afd)
         if os.path.lexists(files.snapshot):
-            fsio.rename_noclobber(files.snapshot, base + ".json")
+            fsio.rename_noclobber(files.snapshot, base + ".json", dst_dir_fd=afd)
         if os.path.lexists(files.journal):
-            fsio.rename_noclobber(files.journal, base + ".journal.jsonl")
-        if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
-            fsio.rename_noclobber_dir(files.data_dir, base + ".d")
-        fsio.fsync_dir(archive)
+            fsio.rename_noclobber(files.journal, base + ".journal.jsonl", dst_dir_fd=afd)
+        if is_real_dir(files.data_dir):
+            fsio.rename_noclobber_dir(files.data_dir, base + ".d", dst_dir_fd=afd)
+        fsio.fsync_fd(afd, archive)
         fsio.fsync_dir(files.dir)
     except OSError as exc:
         raise translate(exc, f"cannot archive {files.snapshot}") from exc
+    finally:
+        os.close(afd)
     return base
 
 

@@ -32,14 +32,17 @@ def _digest(ref: str) -> str:
 def put(files: RunFiles, data: bytes) -> str:
     digest = hashlib.sha256(data).hexdigest()
     path = _path(files, digest)
-    if os.path.isfile(path) and not os.path.islink(path):
-        return f"sha256:{digest}"
     try:
-        for directory in (files.data_dir, os.path.join(files.data_dir, "blobs"), os.path.dirname(path)):
-            if not os.path.isdir(directory):
-                fsio.mkdir(directory)
-                fsio.fsync_dir(os.path.dirname(directory))
-        fsio.atomic_write(path, data)
+        fd = fsio.open_dirs(files.dir, [os.path.basename(files.data_dir), "blobs", digest[:2]], create=True)
+        try:
+            try:
+                os.close(fsio.open_regular(path, os.O_RDONLY, dir_fd=fd))
+                return f"sha256:{digest}"  # stored before (a damaged copy is caught on read)
+            except FileNotFoundError:
+                pass
+            fsio.atomic_write(path, data, dir_fd=fd)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise translate(exc, f"cannot store a value of {len(data)} bytes for {files.snapshot}") from exc
     return f"sha256:{digest}"
@@ -49,7 +52,11 @@ def get(files: RunFiles, ref: str) -> bytes:
     digest = _digest(ref)
     path = _path(files, digest)
     try:
-        data = fsio.read_bytes(path)
+        fd = fsio.open_dirs(files.dir, [os.path.basename(files.data_dir), "blobs", digest[:2]])
+        try:
+            data = fsio.read_bytes(path, dir_fd=fd)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise CorruptRunError(f"{path}: stored value {ref} cannot be read ({exc.strerror or exc}):"
                               " restore it from a backup, or re-run the step that produced it") from exc

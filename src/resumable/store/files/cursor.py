@@ -53,7 +53,7 @@ class Cursor:
         self.close_journal()
         existed = os.path.lexists(self.files.journal)
         try:
-            self.jfd = fsio.open_fd(self.files.journal, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
+            self.jfd = fsio.open_regular(self.files.journal, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise translate(exc, f"cannot open {self.files.journal}") from exc
         st = os.fstat(self.jfd)
@@ -101,6 +101,13 @@ class Cursor:
             if state.journal_exists:
                 return self.full_load()  # moved away (gc, re-init) by someone else
             ino = size = -1
+        if ino >= 0 and ino == self.jino and size < state.offset and self.locked:
+            # Under the lock, everything this process knows was written or checked by it: a
+            # journal now shorter lost acknowledged records (cut by another program).
+            raise CorruptRunError(
+                f"{self.files.journal}: the journal is {size} bytes, shorter than the {state.offset}"
+                f" bytes of records up to {state.seq} already acknowledged: nothing was changed;"
+                " restore the journal from a backup")
         if ino >= 0 and (ino != self.jino or size < state.offset):
             return self.full_load()  # replaced (gc, re-init) or truncated by someone else
         if ino >= 0:

@@ -6,8 +6,9 @@ import os
 import time
 
 from resumable.store.files import blobs, journal
-from resumable.store.files.layout import RunFiles, missing_run, no_parent
+from resumable.store.files.layout import RunFiles, check_log_dir, missing_run, no_parent
 from resumable.store.files.loader import read_journal
+from resumable.store.files.lock import runner_holder
 from resumable.store.files.writer import Writer
 from resumable.store.values import Record
 
@@ -53,6 +54,11 @@ class FileRunHandle:
     def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
         return self.writer.commit(events, lazy_view=lazy_view)
 
+    def runner_holder(self) -> dict[str, Any] | None:
+        """The live runner holding this run's lease, as its lease file describes it (pid, host,
+        startedAt, secret), or None when no runner holds the run."""
+        return runner_holder(self.files)
+
     def flush(self) -> None:
         self.writer.flush()
 
@@ -87,7 +93,10 @@ class FileRunHandle:
             time.sleep(min(left, 0.25))
 
     def log_dir(self) -> str:
-        return os.path.join(self.files.data_dir, "logs")
+        """``<run>/logs``, created if missing, its directories checked for planted links
+        (``layout.check_log_dir``; the runner lease checks the logs in it as it is taken, and every
+        log is opened without following a link anyway)."""
+        return check_log_dir(self.files.dir, os.path.basename(self.files.data_dir), create=True, entries=False)
 
     def put_blob(self, data: bytes) -> str:
         return blobs.put(self.files, data)

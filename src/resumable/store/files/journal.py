@@ -17,7 +17,9 @@ old padding off before its first record.
 Scanning rules:
 
 - a final fragment without a newline is a write in flight or torn by a crash: readers ignore it,
-  the next writer cuts it off (it was never acknowledged: its fsync had not returned);
+  the next writer cuts it off (it was never acknowledged: its fsync had not returned). Not when it
+  is a whole record followed by another byte (a flipped newline: damage, not a torn write), nor
+  when a snapshot's marker acknowledged it (``loader``): that is corruption;
 - any complete line that fails its checksum, does not parse, or breaks the gap-free sequence is
   corruption: a one-line error naming the file and byte offset, and nothing is rewritten;
 - the first zero byte ends the records (old padding; no record holds one, JSON escapes it). Bytes
@@ -148,7 +150,15 @@ def scan(data: bytes, *, base: int, path: str, after_seq: int) -> Scan:
         records.append(decoded)
         expect += 1
         pos = nl + 1
+    if n - pos > 1 and _whole_record(data[pos : n - 1]):
+        # A whole record followed by a byte that is not its newline: not a write torn by a crash
+        # (a torn write leaves a prefix), but a damaged acknowledged record. Never cut off.
+        raise _corrupt(path, base + pos)
     return Scan(records, base + pos, _junk_after(data, pos, n, base, path))
+
+
+def _whole_record(line: bytes) -> bool:
+    return (line[:1] == b"{" and _intact(line)) or (line[:1] != b"{" and _legacy_frame(line) is not None)
 
 
 def _junk_after(data: bytes, end: int, pad: int, base: int, path: str) -> int:

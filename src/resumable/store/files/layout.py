@@ -144,6 +144,40 @@ def translate(exc: OSError, what: str) -> StoreError:
     return StoreError(f"{what}: {exc.strerror or exc}")
 
 
+def check_log_dir(directory: str, stem: str, *, create: bool, entries: bool = True) -> str:
+    """``<directory>/<stem>/logs`` (a run's step logs), checked as directories opened without
+    following links and, with ``entries``, holding no link or other non-regular file: a step's
+    output truncates its log, and a link planted there (at a directory, or at a log a step will
+    write) would have it overwrite the link's target. Created when missing and ``create``; a
+    missing one is fine otherwise. Raises StoreError (one line) for anything planted."""
+    logs = os.path.join(directory, stem, "logs")
+    try:
+        fd = fsio.open_dirs(directory, [stem, "logs"], create=create)
+    except FileNotFoundError:
+        if create:
+            raise
+        return logs
+    except OSError as exc:
+        raise translate(exc, f"cannot write step logs: {exc.filename or logs}") from exc
+    if not entries:
+        os.close(fd)
+        return logs
+    try:
+        with os.scandir(fd) as found:
+            for e in found:
+                if e.is_symlink():
+                    raise translate(OSError(errno.ELOOP, "is a symbolic link"),
+                                    f"cannot write step logs: {os.path.join(logs, e.name)}")
+                if not e.is_file(follow_symlinks=False) and not e.is_dir(follow_symlinks=False):
+                    raise translate(fsio.not_regular(os.path.join(logs, e.name)),
+                                    f"cannot write step logs: {os.path.join(logs, e.name)}")
+    except OSError as exc:
+        raise translate(exc, f"cannot write step logs: {logs}") from exc
+    finally:
+        os.close(fd)
+    return logs
+
+
 def missing_run(files: RunFiles) -> StoreError | NoRunError:
     """A run that does not exist: exit 3 when named by id (no run matches), exit 1 for a
     .json path, as the seed's `cannot read/parse` was."""

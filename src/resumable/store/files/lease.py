@@ -10,6 +10,11 @@ what a dead one left running. A process is only ever signalled when it is proven
 secret in its environment (``runner.process``); a forged file can name any pid and cannot make a
 process carry a secret. What dead runners left is kept as ``leftovers`` and only shrinks as groups
 are proven gone, so a runner interrupted while reaping leaves the list for the next one.
+
+A runner's secret is in the file from the moment it holds the lease, so whatever it starts is
+covered from the first instant, tracked or not; when it releases the lease (or dies), the secret
+becomes a leftover: the next runner makes sure nothing carrying it lives before it starts anything
+(a step's daemon, or the grandchild of an interrupted step, may have left the step's group).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import stat
 from resumable import fsio
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError
-from resumable.store.files.layout import translate
+from resumable.store.files.layout import check_log_dir, translate
 from resumable.store.values import LeftoverGroup
 
 TYPE_CHECKING = False
@@ -81,8 +86,10 @@ def _groups(value: object, default_secret: object) -> list[LeftoverGroup]:
         pgid = g.get("pgid")
         start = g.get("start", g.get("startToken"))
         secret = g.get("secret", default_secret)
-        if isinstance(pgid, int) and not isinstance(pgid, bool) and pgid > 1 and isinstance(secret, str) \
-                and secret:
+        # pgid 0: a whole runner (``whole_runner``); no group is ever signalled as a group, only
+        # processes proven to carry the secret, so a forged pgid names nothing.
+        if isinstance(pgid, int) and not isinstance(pgid, bool) and (pgid == 0 or pgid > 1) \
+                and isinstance(secret, str) and secret:
             out.append(LeftoverGroup(pgid, start if isinstance(start, str) else None, secret))
     return out
 
@@ -101,6 +108,11 @@ def check_not_loose(directory: str) -> None:
 
 
 class FileRunnerLease:
+    """The lease file's content, rewritten in place (one pwrite, never a rename: the flock is on the
+    inode). A runner records its secret before it starts anything, so whatever it starts is
+    covered from the first instant: the next runner stops every process carrying it
+    (``whole_runner``), tracked group or not, before anything else."""
+
     def __init__(self, path: str, run_id: str) -> None:
         self.path = path
         self.run_id = run_id
@@ -108,6 +120,8 @@ class FileRunnerLease:
         self._secret = secrets.token_hex(16)
         self._running: dict[int, LeftoverGroup] = {}
         self._leftovers: list[LeftoverGroup] = []
+        self._size = 0  # bytes in the file: a shorter rewrite pads to it (see _write)
+        self._tracked = False  # started a process group: it may leave processes behind
         self.info: dict[str, Any] = {}
 
     @property
@@ -136,20 +150,40 @@ class FileRunnerLease:
                 " wait for it to finish or stop it (Ctrl-C / kill that pid)"
             ) from None
         self.fd = fd
-        previous = _read(fd)
-        # What dead runners left: their leftovers not yet proven gone, and the groups the last one
-        # was running. Kept in the file until reaped.
-        inherited = _groups(previous.get("leftovers"), None) + _groups(previous.get("groups"),
-                                                                          previous.get("token"))
-        self._leftovers = list(dict.fromkeys(inherited))
-        self.info = {
-            "v": FORMAT,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "startedAt": stamp(),
-            "start": _proc_start(os.getpid()),
-        }
-        self._write()
+        try:
+            st = os.fstat(fd)
+            if st.st_mode & 0o077:
+                os.fchmod(fd, 0o600)  # it holds the secret: the owner's eyes only
+            self._size = st.st_size
+            previous = _read(fd)
+            # What dead runners left: their leftovers not yet proven gone, the groups the last one
+            # was running and, if it died holding the lease, everything carrying its secret. All
+            # kept in the file until proven gone (``reaped``).
+            inherited = _groups(previous.get("leftovers"), None) + _groups(previous.get("groups"),
+                                                                              previous.get("token"))
+            dead = previous.get("secret")
+            if isinstance(dead, str) and dead:
+                inherited.append(whole_runner(dead))
+            self._leftovers = list(dict.fromkeys(inherited))
+            # A link planted for the step logs is refused now, before this runner writes anything.
+            check_log_dir(directory, self.run_id, create=False)
+            self.info = {
+                "v": FORMAT,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "startedAt": stamp(),
+                "start": _proc_start(os.getpid()),
+                "secret": self._secret,
+            }
+            # Must reach the file before any step starts: it is what lets the next runner stop
+            # this one's steps if it dies.
+            self._write(strict=True)
+        except BaseException as exc:
+            self.fd = None
+            os.close(fd)  # released as it was found: nothing of this runner was written yet
+            if isinstance(exc, OSError):
+                raise translate(exc, f"cannot record this runner in {self.path}") from exc
+            raise
 
     def holder(self) -> dict[str, Any] | None:
         try:
@@ -174,6 +208,7 @@ class FileRunnerLease:
         self._write()
 
     def track(self, group: LeftoverGroup) -> None:
+        self._tracked = True
         self._running[group.pgid] = group
         self._write()
 
@@ -181,25 +216,45 @@ class FileRunnerLease:
         if self._running.pop(pgid, None) is not None:
             self._write()
 
-    def _write(self) -> None:
+    def _write(self, *, strict: bool = False) -> None:
         # No fsync: the content matters only if this runner dies while the machine stays up, and
-        # then the page cache has it (after a reboot no process of ours is left to stop). Failing to
-        # write (disk full) must not stop the work either.
+        # then the page cache has it (after a reboot no process of ours is left to stop). Failing
+        # to write (disk full) must not stop the work either, except at acquire (``strict``).
+        # One pwrite over the old content, padded with spaces (JSON whitespace) to its length,
+        # then a truncate: the file holds a complete JSON document at every instant, so a runner
+        # killed half way through never leaves the next one an unreadable file (which would read
+        # as "nothing left running").
         if self.fd is None:
             return
         self.info["groups"] = [g.to_json() for g in self._running.values()]
         self.info["leftovers"] = [g.to_json() for g in self._leftovers]
         data = json.dumps(self.info, separators=(",", ":")).encode()
         try:
-            os.pwrite(self.fd, data, 0)
-            os.ftruncate(self.fd, len(data))
+            os.pwrite(self.fd, data.ljust(self._size), 0)
+            if self._size > len(data):
+                os.ftruncate(self.fd, len(data))
+            self._size = len(data)
         except OSError:
-            pass
+            if strict:
+                raise
 
     def release(self) -> None:
         if self.fd is not None:
+            # Once a step was started, nothing proves that no process of ours is left: steps still
+            # tracked (the runner is leaving through an error), or a process that left its step's
+            # group (a daemon, or the grandchild of an interrupted step). The next runner checks,
+            # before it starts anything, that nothing carrying our secret lives, stopping what does.
+            # (A holder that started nothing, such as --reset, leaves nothing to check.)
+            ours = [whole_runner(self._secret)] if self._tracked or self._running else []
+            self._leftovers = list(dict.fromkeys([*self._leftovers, *self._running.values(), *ours]))
             self._running.clear()
+            self.info.pop("secret", None)
             self._write()
             os.close(self.fd)  # closing the last descriptor drops the flock
             self.fd = None
 
+
+def whole_runner(secret: str) -> LeftoverGroup:
+    """Every process carrying an earlier runner's secret, whatever its group (pgid 0): a step
+    started just before its runner died, not yet tracked, or a process that left its step's group."""
+    return LeftoverGroup(0, None, secret)

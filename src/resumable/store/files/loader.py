@@ -7,7 +7,9 @@ adopt; a missing or unreadable snapshot is rebuilt in memory from the whole jour
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import zlib
 
 from resumable import fsio
@@ -84,7 +86,8 @@ def load(files: RunFiles) -> Loaded:
     snap_bytes: bytes | None = None
     snap_stat = None
     try:
-        fd = os.open(files.snapshot, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # Without following a link and without blocking on a FIFO (fsio.open_regular).
+        fd = fsio.open_regular(files.snapshot, os.O_RDONLY)
     except FileNotFoundError:
         pass
     except OSError as exc:
@@ -92,8 +95,11 @@ def load(files: RunFiles) -> Loaded:
     else:
         try:
             snap_stat = stat_key(os.fstat(fd))
-            with os.fdopen(fd, "rb", closefd=False) as fh:
-                snap_bytes = fh.read()
+            snap_bytes = pread_all(fd, 0, snap_stat[1]) if snap_stat[1] else b""
+            more = os.pread(fd, 1 << 16, len(snap_bytes))
+            while more:  # grew while we read: read to its end
+                snap_bytes += more
+                more = os.pread(fd, 1 << 16, len(snap_bytes))
         except OSError as exc:
             raise translate(exc, f"cannot read {files.snapshot}") from exc
         finally:
@@ -113,6 +119,11 @@ def load(files: RunFiles) -> Loaded:
         jdata_stat = None
     except OSError as exc:
         raise translate(exc, f"cannot read {files.journal}") from exc
+    if jdata_stat is not None and not stat.S_ISREG(jdata_stat.st_mode):
+        # A link or a FIFO in the journal's place: refused (never followed, never waited on).
+        error = OSError(errno.ELOOP, "is a symbolic link") if stat.S_ISLNK(jdata_stat.st_mode) \
+            else fsio.not_regular(files.journal)
+        raise translate(error, f"cannot read {files.journal}")
     snap_size = len(snap_bytes) if snap_bytes is not None else 0
 
     if jdata_stat is None:
@@ -126,24 +137,31 @@ def load(files: RunFiles) -> Loaded:
 
     if decoded is not None and decoded.marker is not None and decoded.intact:
         marker = decoded.marker
-        if marker.offset <= jdata_stat.st_size:
-            # The byte before the marker's offset must end a record: the file's size alone does
-            # not show a journal cut back behind the view, as padding keeps the size.
-            tail = read_journal(files.journal, max(marker.offset - 1, 0))
-            behind = marker.offset > 0 and tail[:1] != b"\n"
-            tail = tail[1:] if marker.offset > 0 else tail
-            try:
-                scan = None if behind else journal.scan(
-                    tail, base=marker.offset, path=files.journal, after_seq=marker.seq)
-            except CorruptRunError:
-                scan = None  # re-checked below by a full replay, which names the real offset
-            if scan is not None:
-                doc = replay(scan.records, decoded.doc, files.journal, lenient=False)
-                seq = scan.records[-1][0] if scan.records else marker.seq
-                used = tail[: scan.end - marker.offset]
-                return Loaded(doc, seq, scan.end, scan.torn, True, marker.seq, snap_size,
-                              snap_stat, marker.offset, None,
-                              (marker.offset, len(used), zlib.crc32(used)))
+        # The journal must still hold what the snapshot acknowledged: the record that ends at the
+        # marker's offset, whole, with the marker's sequence number. A journal cut back behind
+        # the view, or whose acknowledged last record was damaged (a flipped newline reads like
+        # a torn write), is corruption, never a torn tail to cut off.
+        if marker.offset > jdata_stat.st_size:
+            raise _lost(files, marker, f"the journal ends at byte {jdata_stat.st_size}")
+        head = max(marker.offset - _LAST_RECORD_WINDOW, 0)
+        data = read_journal(files.journal, head)
+        if marker.offset > head + len(data):
+            raise _lost(files, marker, f"the journal ends at byte {head + len(data)}")
+        if marker.offset > 0:
+            head, data = _check_last_record(files, marker, head, data)
+        tail = data[marker.offset - head :]
+        try:
+            scan: journal.Scan | None = journal.scan(tail, base=marker.offset, path=files.journal,
+                                                     after_seq=marker.seq)
+        except CorruptRunError:
+            scan = None  # re-checked below by a full replay, which names the real offset
+        if scan is not None:
+            doc = replay(scan.records, decoded.doc, files.journal, lenient=False)
+            seq = scan.records[-1][0] if scan.records else marker.seq
+            used = tail[: scan.end - marker.offset]
+            return Loaded(doc, seq, scan.end, scan.torn, True, marker.seq, snap_size,
+                          snap_stat, marker.offset, None,
+                          (marker.offset, len(used), zlib.crc32(used)))
 
     data = read_journal(files.journal, 0)
     scan = journal.scan(data, base=0, path=files.journal, after_seq=0)
@@ -168,6 +186,48 @@ def load(files: RunFiles) -> Loaded:
                   (0, scan.end, zlib.crc32(data[: scan.end])))
 
 
+# Bytes read before a snapshot's marker offset, to check the record that ends there (a record is
+# typically a few hundred bytes); a longer one is read further back, up to _LAST_RECORD_MAX, past
+# which (a base record holding a whole large document) only its end is checked, so that a load
+# stays O(1) in the run's size.
+_LAST_RECORD_WINDOW = 4096
+_LAST_RECORD_MAX = 1 << 20
+
+
+def _check_last_record(files: RunFiles, marker: snapshot.Marker, head: int,
+                       data: bytes) -> tuple[int, bytes]:
+    """Raise CorruptRunError unless the record ending at ``marker.offset`` is intact and is record
+    ``marker.seq``. ``data`` holds the journal from byte ``head``; returns (head, data), read
+    further back when the record starts before ``head``."""
+    end = marker.offset - head
+    if data[end - 1 : end] != b"\n":
+        raise _lost(files, marker, f"byte {marker.offset - 1} does not end a record")
+    while True:
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        if start > 0 or head == 0:
+            break
+        if end > _LAST_RECORD_MAX:
+            # Too long to check whole on every load: its end, at least, must be a record's end.
+            if not data[:end - 1].endswith(b"}"):
+                raise _lost(files, marker, f"byte {marker.offset - 2} does not end a record")
+            return head, data
+        new_head = max(head - max(len(data), _LAST_RECORD_WINDOW), 0)
+        data = read_journal_range(files.journal, new_head, head - new_head) + data
+        end += head - new_head
+        head = new_head
+    decoded = journal.decode_line(data[start : end - 1])
+    if decoded is None or decoded[0] != marker.seq:
+        raise _lost(files, marker, f"its record at byte offset {head + start} is damaged")
+    return head, data
+
+
+def _lost(files: RunFiles, marker: snapshot.Marker, what: str) -> CorruptRunError:
+    return CorruptRunError(
+        f"{files.journal}: {what}, but the snapshot {files.snapshot} acknowledges records up to"
+        f" {marker.seq} (byte offset {marker.offset}): nothing was changed; restore the journal from a"
+        " backup, or move it aside to fall back to the snapshot")
+
+
 def pread_all(fd: int, offset: int, length: int) -> bytes:
     """Up to ``length`` bytes at ``offset`` (fewer only at the end of the file)."""
     chunks = []
@@ -181,9 +241,20 @@ def pread_all(fd: int, offset: int, length: int) -> bytes:
     return b"".join(chunks)
 
 
+def read_journal_range(path: str, offset: int, length: int) -> bytes:
+    try:
+        fd = fsio.open_regular(path, os.O_RDONLY)
+        try:
+            return pread_all(fd, offset, length)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise translate(exc, f"cannot read {path}") from exc
+
+
 def read_range(path: str, offset: int, length: int) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = fsio.open_regular(path, os.O_RDONLY)
     except OSError:
         return b""
     try:

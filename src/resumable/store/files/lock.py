@@ -11,7 +11,12 @@ import fcntl
 import os
 
 from resumable import fsio
+from resumable.core import jsonio
 from resumable.store.files.layout import RunFiles, no_parent, translate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class RunLock:
@@ -32,7 +37,7 @@ class RunLock:
                 raise translate(exc, f"cannot create {parent}") from exc
         if self.fd is None:
             try:
-                self.fd = fsio.open_fd(self.files.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+                self.fd = fsio.open_regular(self.files.lock, os.O_RDWR | os.O_CREAT, 0o644)
             except FileNotFoundError as exc:
                 raise no_parent(self.files) from exc
             except OSError as exc:
@@ -70,3 +75,28 @@ def held_lock(files: RunFiles) -> RunLock:
         raise
     return lock
 
+
+
+def runner_holder(files: RunFiles) -> dict[str, Any] | None:
+    """The live runner holding this run's lease (its lease file's content), or None. A probe cheap
+    enough for every seed-verb write: one open that usually fails (no lease file), a
+    non-blocking shared flock, and a read only when a runner holds the lease. Never follows a
+    link, never blocks on a FIFO, never creates anything."""
+    try:
+        fd = fsio.open_regular(files.runner_lock, os.O_RDONLY)
+    except OSError:
+        return None  # no lease file (no runner ever ran here), or not one we would trust
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass  # held: read who holds it
+        else:
+            return None  # nobody holds it (our shared lock goes with the descriptor)
+        try:
+            value = jsonio.loads(os.pread(fd, 1 << 20, 0) or b"{}")
+        except (OSError, ValueError):
+            value = {}
+        return value if isinstance(value, dict) else {}
+    finally:
+        os.close(fd)

@@ -14,26 +14,36 @@ from __future__ import annotations
 import os
 
 from resumable import fsio
-from resumable.store.files.archive import archive_base
+from resumable.store.files.archive import archive_base, is_real_dir, open_archive
 from resumable.store.files.layout import RunFiles, translate
 
 
 def replace_run(files: RunFiles, record: bytes) -> str:
     """Archive the old run's files and make ``record`` (an init record) the whole journal; returns
     the archive base name. On failure the old run is put back and a StoreError raised."""
-    archive, base = archive_base(files)
+    try:
+        archive, afd = open_archive(files)
+    except OSError as exc:
+        raise translate(exc, f"cannot start a new run over {files.snapshot}") from exc
+    try:
+        return _replace(files, record, archive, afd)
+    finally:
+        os.close(afd)
+
+
+def _replace(files: RunFiles, record: bytes, archive: str, afd: int) -> str:
+    base = archive_base(files, archive, afd)
     has_journal = os.path.lexists(files.journal)
     linked: list[tuple[str, str]] = []  # (archive link, live path)
     snap_unlinked = False
     try:
-        fsio.mkdir(archive)
         if os.path.lexists(files.snapshot):
-            fsio.link(files.snapshot, base + ".json")
+            fsio.link(files.snapshot, base + ".json", dst_dir_fd=afd)
             linked.append((base + ".json", files.snapshot))
         if has_journal:
-            fsio.link(files.journal, base + ".journal.jsonl")
+            fsio.link(files.journal, base + ".journal.jsonl", dst_dir_fd=afd)
             linked.append((base + ".journal.jsonl", files.journal))
-        fsio.fsync_dir(archive)
+        fsio.fsync_fd(afd, archive)
         fsio.fsync_dir(files.dir)
         if has_journal and os.path.lexists(files.snapshot):
             # Without a journal the old snapshot stays until the new one replaces it: an unmarked
@@ -44,7 +54,7 @@ def replace_run(files: RunFiles, record: bytes) -> str:
         fsio.atomic_write(files.journal, record)
     except OSError as exc:
         err = translate(exc, f"cannot start a new run over {files.snapshot}")
-        if not _undo(files, linked, has_journal, snap_unlinked, archive):
+        if not _undo(files, linked, has_journal, snap_unlinked, archive, afd):
             err = type(err)(f"{err} (and the old run could not be put back: the new run may"
                             " or may not have been started)")
         raise err from exc
@@ -53,31 +63,45 @@ def replace_run(files: RunFiles, record: bytes) -> str:
 
 def move_old_logs(files: RunFiles, base: str) -> None:
     """Old logs are part of neither run's state, so they move last, and failing to is harmless."""
-    if os.path.isdir(files.data_dir) and not os.path.islink(files.data_dir):
-        try:
-            fsio.rename_noclobber_dir(files.data_dir, base + ".d")
-            fsio.fsync_dir(os.path.dirname(base))
-        except OSError:
-            pass
+    if not is_real_dir(files.data_dir):
+        return  # none, or a link planted in its place: left alone
+    try:
+        archive, afd = open_archive(files)
+    except OSError:
+        return
+    try:
+        fsio.rename_noclobber_dir(files.data_dir, base + ".d", dst_dir_fd=afd)
+        fsio.fsync_fd(afd, archive)
+    except OSError:
+        pass
+    finally:
+        os.close(afd)
 
 
 def _undo(files: RunFiles, linked: list[tuple[str, str]], had_journal: bool, snap_unlinked: bool,
-          archive: str) -> bool:
+          archive: str, afd: int) -> bool:
     """Put the old run's files back from their archive links, so the state is the last
     acknowledged one (e.g. after the directory fsync that follows the journal replace failed, when
     the new journal may be visible). False if that failed too."""
     try:
         for link, live in linked:
+            name = os.path.basename(link)
             if live == files.snapshot and not snap_unlinked:
-                fsio.unlink(link)  # still in place: drop the archive copy
-            elif os.path.lexists(live) and os.path.samefile(link, live):
-                fsio.unlink(link)  # the journal was never replaced
+                fsio.unlink(link, dir_fd=afd)  # still in place: drop the archive copy
+                continue
+            try:
+                same = os.path.samestat(os.stat(name, dir_fd=afd, follow_symlinks=False),
+                                        os.stat(live, follow_symlinks=False))
+            except FileNotFoundError:
+                same = False
+            if same:
+                fsio.unlink(link, dir_fd=afd)  # the journal was never replaced
             else:
-                fsio.replace(link, live)  # the old file back (over the new journal)
+                fsio.replace(link, live, src_dir_fd=afd)  # the old file back (over the new journal)
         if not had_journal and os.path.lexists(files.journal):
             fsio.unlink(files.journal)
         fsio.fsync_dir(files.dir)
-        fsio.fsync_dir(archive)
+        fsio.fsync_fd(afd, archive)
     except OSError:
         return False
     return True

@@ -14,7 +14,7 @@ from resumable.core import jsonio
 from resumable.core.events import apply
 from resumable.core.model import LIVE_RUN_STATES, shape_problem
 from resumable.core.stamps import stamp
-from resumable.errors import InvalidInputError, RefusedError
+from resumable.errors import CorruptRunError, InvalidInputError, RefusedError
 from resumable.store.files import journal
 from resumable.store.files.cursor import Cursor
 from resumable.store.files.layout import RunFiles, missing_run, no_parent, translate
@@ -171,7 +171,17 @@ class Writer:
         data = b"".join(chunks)
         cursor = self.cursor
         fd = cursor.jfd if cursor.jfd is not None else cursor.open_journal()
+        if state.torn and state.offset < cursor.snap_offset:
+            raise CorruptRunError(  # never cut what the snapshot acknowledged (the loader checks)
+                f"{self.files.journal}: the records the snapshot acknowledges end past byte"
+                f" {state.offset}: nothing was changed; restore the journal from a backup")
         try:
+            if state.offset and os.pread(fd, 1, state.offset - 1) != b"\n":
+                # The record this one would follow lost its end (a flipped byte): appending would
+                # bury acknowledged history in the middle of a damaged line.
+                raise CorruptRunError(
+                    f"{self.files.journal}: corrupt journal record ending at byte offset"
+                    f" {state.offset}: nothing was changed; restore the journal from a backup")
             if state.torn:
                 # A torn final fragment was never acknowledged (its fsync never returned); zero
                 # padding is what resumable 0.1.0 kept ahead of its records.
