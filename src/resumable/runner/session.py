@@ -97,6 +97,9 @@ def run(opts: RunOptions) -> int:
             n = sum(d.run for d in decisions.values())
             print(f"{n} to run, {len(decisions) - n} to skip (dry run: nothing executed or written)")
             return 0
+        if callable(getattr(backend, "submit", None)):  # a work-queue store: steps run on workers
+            from resumable.runner.submission import run_job_on
+            return run_job_on(job, backend, opts)
         return execute(job, backend, handle, opts)
     finally:
         backend.close()

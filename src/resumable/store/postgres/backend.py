@@ -142,12 +142,12 @@ class PgBackend:
 
     # -- plumbing for handles and the queue -----------------------------------------------------
 
-    def read(self, fn: Callable[[Connection], T], *, what: str) -> T:
-        return self.ready().read(fn, what=what)
+    def read(self, fn: Callable[[Connection], T], *, what: str, patience: float | None = None) -> T:
+        return self.ready().read(fn, what=what, patience=patience)
 
     def write(self, fn: Callable[[Connection], T], *, what: str,
-              probe: Callable[[Connection], bool] | None = None) -> T:
-        return self.ready().transact(fn, what=what, probe=probe)
+              probe: Callable[[Connection], bool] | None = None, patience: float | None = None) -> T:
+        return self.ready().transact(fn, what=what, probe=probe, patience=patience)
 
     def handle(self, run_id: str) -> PgRunHandle:
         """A long-lived handle (its cached document kept between transactions), one per run."""

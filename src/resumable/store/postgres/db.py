@@ -104,15 +104,16 @@ class Db:
             reconnect_timeout=max(self.patience, 1.0))
         self._pool.open(wait=False)
 
-    def _get(self) -> Connection:
+    def _get(self, patience: float) -> Connection:
         if self._pool is not None:
             from psycopg_pool import PoolTimeout
 
+            wait = max(patience, 1.0)
             try:
-                return self._pool.getconn(timeout=max(self.patience, _CONNECT_TIMEOUT))
+                return self._pool.getconn(timeout=wait)
             except PoolTimeout as exc:
                 raise LostConnection(f"cannot connect to {self.display}: no connection within"
-                                     f" {max(self.patience, _CONNECT_TIMEOUT):g}s — is the server running?") from exc
+                                     f" {wait:g}s — is the server running?") from exc
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._drop_single()
             self._conn = self.connect()
@@ -141,15 +142,17 @@ class Db:
     # -- transactions ---------------------------------------------------------------------------
 
     def transact(self, fn: Callable[[Connection], T], *, what: str,
-                 probe: Callable[[Connection], bool] | None = None) -> T:
+                 probe: Callable[[Connection], bool] | None = None, patience: float | None = None) -> T:
         """Run ``fn(conn)`` in a transaction and commit it; see the module docstring for retries.
         ``fn`` must be safe to run again from the start (it is, when a retry happens, as if it
-        had never run: the server rolled it back)."""
-        deadline = time.monotonic() + self.patience
+        had never run: the server rolled it back). ``patience`` overrides the Db's for this call
+        (a heartbeat gives up at once and tries again at the next beat)."""
+        patience = self.patience if patience is None else patience
+        deadline = time.monotonic() + patience
         pause = 0.05
         while True:
             try:
-                conn = self._get()
+                conn = self._get(patience)
             except StoreError:
                 if time.monotonic() >= deadline:
                     raise
@@ -188,16 +191,16 @@ class Db:
                 if probe is None:
                     raise LostConnection(f"lost the connection to {self.display} while committing ({what}):"
                                          " the write may or may not have been saved")
-                if self._probe(probe, deadline):
+                if self._probe(probe, max(deadline, time.monotonic() + 5.0), patience):
                     return result
             pause = _sleep(pause)
 
-    def _probe(self, probe: Callable[[Connection], bool], deadline: float) -> bool:
+    def _probe(self, probe: Callable[[Connection], bool], deadline: float, patience: float) -> bool:
         """Whether an ambiguous commit happened, asked on a fresh connection (waits for one)."""
         pause = 0.05
         while True:
             try:
-                conn = self._get()
+                conn = self._get(patience)
             except StoreError:
                 if time.monotonic() >= deadline:
                     raise
@@ -216,9 +219,9 @@ class Db:
             finally:
                 self._put(conn)
 
-    def read(self, fn: Callable[[Connection], T], *, what: str) -> T:
+    def read(self, fn: Callable[[Connection], T], *, what: str, patience: float | None = None) -> T:
         """A read-only transaction (retried like any other; there is nothing to commit)."""
-        return self.transact(fn, what=what)
+        return self.transact(fn, what=what, patience=patience)
 
 
 def _rollback(conn: Connection) -> None:

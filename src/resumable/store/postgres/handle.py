@@ -113,7 +113,7 @@ class PgRunHandle:
         return self.write(body, init=init, what=f"write run {self._run_id}")
 
     def write(self, body: Callable[[RunWriter], Any], *, init: bool = False, create: bool = False,
-              what: str) -> Any:
+              what: str, patience: float | None = None) -> Any:
         """Run ``body`` on a ``RunWriter`` holding the run's row lock, store what it staged, commit.
         The cached document survives only a transaction that committed. ``init``/``create``: see
         ``writer``."""
@@ -134,7 +134,7 @@ class PgRunHandle:
             return bool(holder) and holder[0].saved(conn)
 
         try:
-            out = self.backend.write(txn, what=what, probe=probe)
+            out = self.backend.write(txn, what=what, probe=probe, patience=patience)
         except BaseException:
             if holder and (holder[0].applied or holder[0].bodies):
                 self.state = None

@@ -175,12 +175,13 @@ def candidates(backend: PgBackend, runs: Sequence[str] | None) -> list[str]:
         query = (
             "SELECT r.id FROM resumable_runs r WHERE r.archived_at IS NULL AND r.status = 'running'"
             " AND r.job IS NOT NULL AND EXISTS (SELECT 1 FROM resumable_steps s WHERE s.run_pk = r.pk AND"
-            f" ((s.{_READY.replace(' AND ', ' AND s.')}) OR (s.state = 'running' AND s.lease_expires < now())))")
+            " ((s.state = 'pending' AND s.remaining = 0 AND (s.not_before IS NULL OR s.not_before <= now()))"
+            " OR (s.state = 'running' AND s.lease_expires < now())))")
         if runs is not None:
             return [r[0] for r in conn.execute(query + " AND r.id = ANY(%s) ORDER BY r.pk", (list(runs),))]
         return [r[0] for r in conn.execute(query + " ORDER BY r.pk")]
 
-    return backend.read(look, what="look for work")
+    return backend.read(look, what="look for work", patience=0)
 
 
 def claim(backend: PgBackend, worker: WorkerInfo, runs: Sequence[str] | None, limit: int, *, ttl: float,
@@ -193,7 +194,7 @@ def claim(backend: PgBackend, worker: WorkerInfo, runs: Sequence[str] | None, li
             break
         out += backend.handle(run_id).write(
             lambda w, run_id=run_id: _claim_run(w, worker, run_id, limit - len(out), ttl, log_path),
-            what=f"claim steps of run {run_id}")
+            what=f"claim steps of run {run_id}", patience=0)
     return out
 
 
@@ -296,7 +297,7 @@ def renew(backend: PgBackend, worker: WorkerInfo, claims: Sequence[Claim], ttl: 
         def seen(conn: Connection) -> None:
             conn.execute("UPDATE resumable_workers SET seen_at = now() WHERE id = %s", (worker.id,))
 
-        backend.write(seen, what="heartbeat")
+        backend.write(seen, what="heartbeat", patience=0)
         return []
 
     def beat(conn: Connection) -> set[tuple[int, str]]:
@@ -309,7 +310,7 @@ def renew(backend: PgBackend, worker: WorkerInfo, claims: Sequence[Claim], ttl: 
         conn.execute("UPDATE resumable_workers SET seen_at = now() WHERE id = %s", (worker.id,))
         return {(int(r[0]), r[1]) for r in kept}
 
-    kept = backend.write(beat, what="renew the leases")
+    kept = backend.write(beat, what="renew the leases", patience=0)
     return [c for c in claims if (c.run_pk, c.step) not in kept]
 
 
@@ -447,7 +448,7 @@ def next_wake(backend: PgBackend, runs: Sequence[str] | None, worker: WorkerInfo
         got = conn.execute(query, params).fetchone()
         return float(got[0]) if got and got[0] is not None else None
 
-    return backend.read(look, what="look for work")
+    return backend.read(look, what="look for work", patience=0)
 
 
 def run_states(backend: PgBackend, runs: Sequence[str]) -> dict[str, str | None]:
@@ -457,7 +458,7 @@ def run_states(backend: PgBackend, runs: Sequence[str]) -> dict[str, str | None]
             "SELECT id, status FROM resumable_runs WHERE archived_at IS NULL AND id = ANY(%s)", (list(runs),))}
         return {r: got.get(r) for r in runs}
 
-    return backend.read(look, what="read the runs' status")
+    return backend.read(look, what="read the runs' status", patience=0)
 
 
 def step_summary(backend: PgBackend, run_id: str) -> str:

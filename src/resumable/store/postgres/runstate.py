@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from resumable.core import jsonio
 from resumable.core.events import apply
 from resumable.core.model import shape_problem
+from resumable.core.stamps import stamp
 from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
 
 if TYPE_CHECKING:
@@ -157,6 +158,8 @@ class RunWriter:
                 raise InvalidInputError(f"{self.where}: {problem} — fix the document (or delete the run"
                                         " and init afresh); nothing was written")
         for event in events:
+            if not isinstance(event.get("at"), str):
+                event["at"] = stamp()
             body = encode_event(event)
             doc, out = apply(self.state.doc, event)
             self.applied = True

@@ -1,0 +1,507 @@
+"""``resumable worker``: run the steps of submitted jobs, on any host, under leases.
+
+A worker claims ready steps from its store (``WorkQueue``: the PostgreSQL store), runs each as the
+local runner does (its own session and process group, output to a log file, timeout with TERM,
+grace, KILL, artifacts and fingerprints checked on this host), renews its leases with heartbeats,
+and records each outcome with the claim's fencing token. It sleeps on ``LISTEN`` until a step may
+have become claimable, or until the next known deadline (a retry's backoff, another worker's
+lease running out): never a tight polling loop.
+
+Signals: the first SIGTERM/SIGINT/SIGHUP stops claiming; running steps may finish within
+``drain_grace`` seconds, then they are stopped (TERM, grace, KILL) and handed back, recorded
+``interrupted``, for another worker to take at once. A second signal hands them back at once.
+The worker then exits 130. A worker killed outright (SIGKILL, a lost host) loses its claims when
+its leases expire; another worker takes each step back exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from resumable.core.stamps import stamp
+from resumable.errors import ResumableError, StoreError
+from resumable.runner import fingerprint as fp
+from resumable.runner import process
+from resumable.runner.jobfile import Step
+from resumable.runner.retry import RetryPolicy
+from resumable.runner.stepspec import from_spec
+
+MISSING_ARTIFACT_EXIT = -2  # as the local runner records "exited 0 but the artifact is missing"
+LOG_LIMIT = 1 << 20  # bytes of an attempt's log stored with it (the end of the log: where errors are)
+DEFAULT_TTL = 30.0
+_MAX_IDLE = 30.0  # wake at least this often without a notification (one lost with a connection)
+_TICK = 0.1
+
+
+class ClaimLike(Protocol):
+    run_id: str
+    step: str
+    n: int
+    epoch: int
+    spec: dict[str, Any]
+    unit: dict[str, Any]
+    log: str
+
+
+class ListenerLike(Protocol):
+    def fileno(self) -> int | None: ...
+    def drain(self) -> list[str]: ...
+    def close(self) -> None: ...
+
+
+class WorkQueue(Protocol):
+    """What a worker needs from its store (``store.postgres``'s backend; see ``store.backend``)."""
+
+    def worker_info(self, worker_id: str) -> Any: ...
+    def register(self, worker: Any) -> None: ...
+    def unregister(self, worker: Any) -> None: ...
+    def claim(self, worker: Any, runs: Sequence[str] | None, limit: int, *, ttl: float,
+              log_path: Callable[[str, str, int], str]) -> Sequence[ClaimLike]: ...
+    def renew(self, worker: Any, claims: Sequence[Any], ttl: float) -> Sequence[ClaimLike]: ...
+    def complete(self, claim: Any, result: Mapping[str, Any], retry_delay: Callable[[int], float | None]) -> bool: ...
+    def release(self, claim: Any, reason: str, **kw: Any) -> bool: ...
+    def next_wake(self, runs: Sequence[str] | None, worker: Any) -> float | None: ...
+    def run_states(self, runs: Sequence[str]) -> dict[str, str | None]: ...
+    def work_listener(self) -> ListenerLike: ...
+    def local_dir(self) -> str: ...
+
+
+def is_queue(backend: object) -> bool:
+    """Whether a store runs submitted jobs on workers (the PostgreSQL store)."""
+    return callable(getattr(backend, "claim", None)) and callable(getattr(backend, "submit", None))
+
+
+class Sink(Protocol):
+    """What the worker tells the person watching it."""
+
+    def started(self, claim: ClaimLike, step: Step) -> None: ...
+    def finished(self, claim: ClaimLike, step: Step, status: str, duration: float, exit_code: int | None,
+                 retry_in: float | None, recorded: bool) -> None: ...
+    def warn(self, message: str) -> None: ...
+    def tick(self) -> None: ...
+
+
+@dataclass
+class WorkerOptions:
+    runs: tuple[str, ...] | None = None  # None: every run; else exit once these runs have ended
+    jobs: int = 1
+    ttl: float = DEFAULT_TTL  # lease length; heartbeats every third of it
+    drain_grace: float = 30.0  # after a stop signal: how long running steps may still finish
+    logs_dir: str | None = None
+    worker_id: str | None = None
+
+
+@dataclass
+class _Running:
+    claim: ClaimLike
+    step: Step
+    handle: process.StepHandle
+    started: float
+    started_wall: float
+    fingerprint: dict[str, Any]
+    deadline: float | None
+    kill_at: float | None = None
+    killed: bool = False
+    timed_out: bool = False
+    handing_back: bool = False
+    lost: bool = False  # the lease was taken over: the outcome will be fenced off
+
+
+@dataclass
+class _Draining:
+    handle: process.StepHandle
+    kill_at: float
+    termed: bool = False
+
+
+@dataclass
+class Worker:
+    queue: WorkQueue
+    opts: WorkerOptions
+    sink: Sink
+    spawner: process.Spawner = process.spawn
+    clock: Callable[[], float] = time.monotonic
+    wallclock: Callable[[], float] = time.time
+    base_env: Mapping[str, str] | None = None
+    signals: int = 0
+    running: dict[tuple[str, str], _Running] = field(default_factory=dict)
+    draining: list[_Draining] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        import secrets
+
+        self.worker_id = self.opts.worker_id or f"{os.uname().nodename}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.info = self.queue.worker_info(self.worker_id)
+        self.secret = secrets.token_hex(16)
+        self.env = dict(os.environ if self.base_env is None else self.base_env)
+        self.jobs = self.opts.jobs if self.opts.jobs > 0 else (os.cpu_count() or 1)
+        self._warned_missing = False
+        self._warned: set[str] = set()
+
+    def interrupt(self) -> None:
+        """From a signal handler: the first stops claiming and drains; the second hands back now."""
+        self.signals += 1
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Work until the named runs have ended (0) or a signal stopped the worker (130)."""
+        self.queue.register(self.info)
+        listener = self.queue.work_listener()
+        try:
+            return self._loop(listener)
+        finally:
+            listener.close()
+            try:
+                self.queue.unregister(self.info)
+            except ResumableError:
+                pass
+
+    def _loop(self, listener: ListenerLike) -> int:
+        beat_every = max(self.opts.ttl / 3.0, 0.05)
+        next_beat = self.clock() + beat_every
+        claim_at = self.clock()  # claim as soon as there is a free slot and this time has come
+        handled = 0
+        stopping = False
+        drain_until = 0.0
+        while True:
+            now = self.clock()
+            if self.signals > handled:
+                handled = self.signals
+                if not stopping:
+                    stopping = True
+                    drain_until = now + self.opts.drain_grace
+                else:
+                    drain_until = now
+            if stopping and now >= drain_until:
+                for a in self.running.values():
+                    if not a.handing_back:
+                        a.handing_back = True
+                        if a.kill_at is None:
+                            a.handle.terminate()
+                            a.kill_at = now + (0.0 if handled >= 2 else a.step.grace)
+            freed = self._reap(now)
+            if freed:
+                claim_at = min(claim_at, now)
+            self._drain(now)
+            if self.running and now >= next_beat:
+                self._heartbeat(now)
+                next_beat = now + beat_every
+            elif not self.running:
+                next_beat = now + beat_every
+            if stopping:
+                if not self.running and not self.draining:
+                    return 130
+            elif len(self.running) < self.jobs and now >= claim_at:
+                claim_at = self._claim(now)
+                if not self.running and not self.draining and self.opts.runs is not None and self._runs_ended():
+                    return 0
+            self.sink.tick()
+            if self.running or self.draining:
+                wait = min(self._next_deadline(now), next_beat - now)
+            else:
+                wait = _MAX_IDLE
+            if not stopping and len(self.running) < self.jobs:
+                wait = min(wait, claim_at - now)
+            if self._wait(listener, max(wait, 0.0)):
+                claim_at = min(claim_at, self.clock())
+
+    def _runs_ended(self) -> bool:
+        assert self.opts.runs is not None
+        try:
+            states = self.queue.run_states(self.opts.runs)
+        except StoreError:
+            return False
+        missing = [r for r, st in states.items() if st is None]
+        if missing and not self._warned_missing:
+            self._warned_missing = True
+            self.sink.warn(f"no run {', '.join(missing)} in the store yet; waiting for it to be submitted")
+        return all(st is not None and st != "running" for st in states.values())
+
+    def _claim(self, now: float) -> float:
+        """Claim up to the free slots; returns when to look again without a notification."""
+        try:
+            claims = self.queue.claim(self.info, self.opts.runs, self.jobs - len(self.running), ttl=self.opts.ttl,
+                                      log_path=self._log_path)
+        except StoreError as exc:
+            self._warn_once(f"cannot claim steps: {exc}; trying again every second")
+            return now + 1.0
+        self._warned.discard("cannot claim steps")
+        for c in claims:
+            self._start(c)
+        if len(self.running) < self.jobs:
+            try:
+                due = self.queue.next_wake(self.opts.runs, self.info)
+            except StoreError:
+                due = 1.0
+            return now + (_MAX_IDLE if due is None else min(max(due, 0.0) + 0.01, _MAX_IDLE))
+        return now
+
+    def _warn_once(self, message: str) -> None:
+        """A store that cannot be reached is said once per kind of failure, not at every retry."""
+        kind = message.split(":", 1)[0]
+        if kind not in self._warned:
+            self._warned.add(kind)
+            self.sink.warn(message)
+
+    def _log_path(self, run_id: str, step_id: str, n: int) -> str:
+        base = self.opts.logs_dir or os.path.join(self.queue.local_dir(), run_id, "logs")
+        return os.path.join(os.path.abspath(base), f"{step_id}.{n}.log")
+
+    def _heartbeat(self, now: float) -> None:
+        mine = [a.claim for a in self.running.values() if not a.lost]
+        try:
+            lost = self.queue.renew(self.info, mine, self.opts.ttl)
+        except StoreError as exc:
+            self._warn_once(f"cannot renew the leases: {exc}; trying again at every heartbeat")
+            return
+        for c in lost:
+            a = self.running.get((c.run_id, c.step))
+            if a is None or a.lost:
+                continue
+            # Another worker took the step over: stop this attempt; its outcome will be fenced off.
+            a.lost = True
+            self.sink.warn(f"lost the lease of {c.run_id}/{c.step} (attempt {c.n}): another worker took it over;"
+                           " stopping this attempt")
+            if a.kill_at is None:
+                a.handle.terminate()
+                a.kill_at = now + a.step.grace
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _start(self, c: ClaimLike) -> None:
+        try:
+            step = from_spec(c.spec)
+        except ResumableError as exc:
+            self.sink.warn(str(exc))
+            self.queue.release(c, f"this worker cannot run it: {exc}")
+            return
+        prev = c.unit.get("fingerprint")
+        fprint = fp.fingerprint(step, prev if isinstance(prev, Mapping) else None)
+        env = dict(self.env)
+        env.update(step.env)
+        env.update({"RESUMABLE_RUN": c.run_id, "RESUMABLE_STEP": step.id, "RESUMABLE_ATTEMPT": str(c.n),
+                    process.TOKEN_ENV: self.secret})
+        log = step.log or c.log
+        wall = self.wallclock()
+        started = self.clock()
+        handle: process.StepHandle
+        try:
+            handle = self.spawner(step.argv, step.cwd, env, log)
+        except OSError as exc:
+            handle = _FailedSpawn(f"resumable: cannot start step {step.id!r}: {exc}\n", log)
+        self.sink.started(c, step)
+        deadline = started + step.timeout if step.timeout else None
+        self.running[(c.run_id, c.step)] = _Running(c, step, handle, started, wall, fprint, deadline)
+
+    def _reap(self, now: float) -> bool:
+        """Enforce timeouts and record the steps that ended; True when a slot was freed."""
+        freed = False
+        for key, a in list(self.running.items()):
+            code = a.handle.poll()
+            if code is None:
+                if a.deadline is not None and not a.timed_out and not a.handing_back and now >= a.deadline:
+                    a.timed_out = True
+                    a.handle.terminate()
+                    a.kill_at = now + a.step.grace
+                elif a.kill_at is not None and not a.killed and now >= a.kill_at:
+                    a.handle.kill()
+                    a.killed = True
+                continue
+            del self.running[key]
+            freed = True
+            self._record(a, code, now)
+            if a.handle.leftovers():
+                self.draining.append(_Draining(a.handle, a.kill_at or now + a.step.grace, termed=a.kill_at is not None))
+            else:
+                a.handle.close()
+        return freed
+
+    def _drain(self, now: float) -> None:
+        for d in list(self.draining):
+            if not d.handle.leftovers():
+                self.draining.remove(d)
+                d.handle.close()
+            elif not d.termed:
+                d.handle.terminate()
+                d.termed = True
+            elif now >= d.kill_at:
+                d.handle.kill()
+
+    def _record(self, a: _Running, code: int, now: float) -> None:
+        step, c = a.step, a.claim
+        duration = round(now - a.started, 3)
+        exit_code = 128 - code if code < 0 else code
+        reason = ""
+        artifacts: dict[str, Any] = {}
+        if a.handing_back:
+            status = "interrupted"
+        elif a.timed_out:
+            status = "timeout"
+        elif code != 0:
+            status = "failed"
+        else:
+            artifacts = fp.artifact_records(step)
+            missing = [p for p, rec in artifacts.items() if rec is None]
+            if missing:
+                status, exit_code = "failed", MISSING_ARTIFACT_EXIT
+                reason = f"exited 0 but artifact missing: {', '.join(missing)}"
+                _append_log(step.log or c.log, f"\nresumable: {reason}\n")
+            else:
+                status = "done"
+        log_file = step.log or c.log
+        attempt: dict[str, Any] = {
+            "n": c.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
+            "finishedAt": stamp(self.wallclock(), ms=True), "exitCode": exit_code, "duration": duration,
+            "log": log_file, "host": self.info.host, "worker": self.worker_id,
+        }
+        if code < 0:
+            attempt["signal"] = -code
+        if reason:
+            attempt["reason"] = reason
+        fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code, "log": log_file}
+        if status == "done":
+            fields["fingerprint"] = a.fingerprint
+            fields["artifacts"] = artifacts
+        note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
+        log = _read_log(log_file)
+        policy = RetryPolicy(step.retries, step.backoff, step.jitter)
+        chosen: list[float] = []
+
+        def retry_delay(failures: int) -> float | None:
+            if not policy.should_retry(failures):
+                return None
+            delay = policy.delay(failures, random.random)
+            chosen.append(delay)
+            return delay
+
+        try:
+            if status == "interrupted":
+                recorded = self.queue.release(c, "its worker stopped and handed it back", attempt=attempt,
+                                              exit_code=exit_code, log=log)
+            else:
+                recorded = self.queue.complete(c, {"status": status, "note": note, "attempt": attempt, "fields": fields,
+                                                   "exit_code": exit_code, "reason": reason or None, "log": log},
+                                               retry_delay)
+        except StoreError as exc:
+            self.sink.warn(f"could not record {c.run_id}/{c.step} (attempt {c.n}): {exc}; its lease will expire"
+                           " and another worker will run it again")
+            recorded = False
+        self.sink.finished(c, step, status, duration, exit_code, chosen[-1] if chosen else None, recorded)
+
+    def _next_deadline(self, now: float) -> float:
+        out = _TICK
+        for a in self.running.values():
+            if a.deadline is not None and not a.timed_out:
+                out = min(out, a.deadline - now)
+            if a.kill_at is not None and not a.killed:
+                out = min(out, a.kill_at - now)
+        if self.draining:
+            out = min(out, 0.02)
+        return max(out, 0.0)
+
+    def _wait(self, listener: ListenerLike, timeout: float) -> bool:
+        """Sleep until a step ends, a notification arrives or ``timeout``; True when notified."""
+        poller = select.poll()
+        fds = [a.handle.fileno() for a in self.running.values()]
+        pollable = all(f is not None for f in fds)
+        for f in fds:
+            if f is not None:
+                poller.register(f, select.POLLIN)
+        lfd = listener.fileno()
+        if lfd is not None:
+            poller.register(lfd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        if self.running and not pollable:
+            timeout = min(timeout, 0.01)
+        if lfd is None:
+            timeout = min(timeout, 1.0)  # the server is away: look again soon
+        try:
+            poller.poll(timeout * 1000.0)
+        except InterruptedError:
+            pass
+        return bool(listener.drain())
+
+
+class _FailedSpawn:
+    """Stands in for a process that could not start (bad cwd, missing program): exit 127."""
+
+    pid = 0
+    pgid = 0
+    token: str | None = None
+
+    def __init__(self, message: str, log: str) -> None:
+        _append_log(log, message)
+
+    def poll(self) -> int | None:
+        return 127
+
+    def terminate(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+    def leftovers(self) -> bool:
+        return False
+
+    def fileno(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def _append_log(path: str, text: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError:
+        pass
+
+
+def _read_log(path: str) -> bytes | None:
+    """The end of an attempt's log (at most LOG_LIMIT bytes), to store with the attempt."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        import stat
+
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        start = max(0, st.st_size - LOG_LIMIT)
+        data = os.pread(fd, LOG_LIMIT, start)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if start:
+        data = b"[resumable: the first %d bytes of this log were not stored]\n" % start + data
+    return data
+
+
+def install_signal_handlers(worker: Worker) -> Callable[[], None]:
+    """SIGINT/SIGTERM/SIGHUP -> worker.interrupt(); returns a function restoring the old handlers."""
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+
+    def handler(signum: int, frame: object) -> None:
+        worker.interrupt()
+
+    for sig in old:
+        signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+    return restore
