@@ -24,6 +24,11 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("resumable.cli.status", "status_command", "Show where runs stand (read-only)."),
     "report": ("resumable.cli.report", "report_command", "Write a self-contained HTML timeline."),
     "log": ("resumable.cli.log", "log_command", "Show a run's history, one line per event."),
+    "submit": ("resumable.cli.submit", "submit_command", "Record a job for workers to run (PostgreSQL store)."),
+    "worker": ("resumable.cli.worker", "worker_command", "Run submitted steps on this host (PostgreSQL store)."),
+    "db": ("resumable.cli.db", "db_group", "The PostgreSQL store: schema, attempts, logs."),
+    "export": ("resumable.cli.transfer", "export_command", "Write a run and its history to a file."),
+    "import": ("resumable.cli.transfer", "import_command", "Read a run exported from another store."),
 }
 
 SEED_HELP: dict[str, str] = {

@@ -138,7 +138,11 @@ class PgBackend:
         return before, after
 
     def schema_version(self) -> int | None:
-        return self.db.read(schema._current, what="read the schema version")
+        """The database's schema version (None: resumable never used it); nothing is applied."""
+        return self.db.read(schema.current, what="read the schema version")
+
+    def schema_latest(self) -> int:
+        return schema.latest()
 
     # -- plumbing for handles and the queue -----------------------------------------------------
 

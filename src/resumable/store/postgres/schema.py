@@ -42,7 +42,7 @@ def latest() -> int:
     return migrations()[-1][0]
 
 
-def _current(conn: Connection) -> int | None:
+def current(conn: Connection) -> int | None:
     """The database's schema version, or None when resumable never used it."""
     row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (_VERSION_TABLE,)).fetchone()
     if not row or not row[0]:
@@ -54,17 +54,17 @@ def _current(conn: Connection) -> int | None:
 def check(db: Db) -> int:
     """The schema version in use, applying what is missing (first use, or after an upgrade of
     resumable); ``NewerFormatError`` when the database is newer than this resumable."""
-    current = db.read(_current, what="read the schema version")
-    if current is not None and current >= latest():
-        _refuse_newer(db, current)
-        return current
+    have = db.read(current, what="read the schema version")
+    if have is not None and have >= latest():
+        _refuse_newer(db, have)
+        return have
     return upgrade(db)[1]
 
 
-def _refuse_newer(db: Db, current: int) -> None:
-    if current > latest():
+def _refuse_newer(db: Db, have: int) -> None:
+    if have > latest():
         raise NewerFormatError(
-            f"the database at {db.display} has resumable schema version {current}, newer than this"
+            f"the database at {db.display} has resumable schema version {have}, newer than this"
             f" resumable knows ({latest()}): it was written by a newer resumable — upgrade resumable")
 
 
@@ -73,7 +73,7 @@ def upgrade(db: Db) -> tuple[int | None, int]:
 
     def apply(conn: Connection) -> tuple[int | None, int]:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-        before = _current(conn)
+        before = current(conn)
         if before is None:
             conn.execute(sql.SQL(
                 "CREATE TABLE {} (version integer PRIMARY KEY, name text NOT NULL,"
