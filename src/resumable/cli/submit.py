@@ -43,7 +43,7 @@ def submit_command(quiet: bool, **kw: Any) -> None:
     try:
         argv = ["resumable", "submit", *opts.replay_args()]
         launch = {"kind": "resumable", "argv": argv, "cwd": os.getcwd()}
-        answer, decisions = submit_job(backend, job, launch=launch, force=opts.force, keep_going=opts.keep_going,
+        answer, _ = submit_job(backend, job, launch=launch, force=opts.force, keep_going=opts.keep_going,
                                        max_failures=opts.max_failures)
     finally:
         backend.close()

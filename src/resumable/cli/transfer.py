@@ -56,7 +56,10 @@ def export_command(run: str, output: str | None, runs_dir: str | None, store_url
     data = jsonio.dumps({"format": FORMAT, "v": VERSION, "run": picked.entry.run_id, "source": location,
                          "exportedAt": stamp(), "doc": doc, "history": history}) + b"\n"
     if output == "-":
-        click.get_binary_stream("stdout").write(data)
+        import sys
+
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
         return
     target = output or f"{picked.entry.run_id}.resumable.json"
     try:
@@ -110,7 +113,8 @@ def plan_import(run_id: str, history: list[dict[str, Any]]) -> list[list[dict[st
     first, rest = history[0], history[1:]
     if first.get("t") != "init":
         # A run whose history starts from an adopted document (a seed file): an init to adopt it into.
-        first, rest = {"t": "init", "id": run_id, "task": "imported", "units": [], "at": first.get("at", stamp())}, history
+        init = {"t": "init", "id": run_id, "task": "imported", "units": [], "at": first.get("at", stamp())}
+        first, rest = init, history
     return [[first], rest] if rest else [[first]]
 
 

@@ -90,7 +90,7 @@ def run_job_on(job: Job, queue: Any, opts: RunOptions) -> int:
     reporter = make_reporter(opts.quiet, verbose=opts.verbose)
     launch = {"kind": "resumable", "argv": ["resumable", "run", *opts.replay_args()], "cwd": os.getcwd()}
     queue.serve(patience=300.0)
-    answer, decisions = submit_job(queue, job, launch=launch, force=opts.force, keep_going=opts.keep_going,
+    _, decisions = submit_job(queue, job, launch=launch, force=opts.force, keep_going=opts.keep_going,
                                    max_failures=opts.max_failures)
     reporter.start(job, decisions, {})
     worker = Worker(queue, WorkerOptions(runs=(job.name,), jobs=opts.jobs, drain_grace=0.0, logs_dir=opts.logs_dir),

@@ -204,10 +204,8 @@ class Worker:
                 if not self.running and not self.draining and self.opts.runs is not None and self._runs_ended():
                     return 0
             self.sink.tick()
-            if self.running or self.draining:
-                wait = min(self._next_deadline(now), next_beat - now)
-            else:
-                wait = _MAX_IDLE
+            busy = self.running or self.draining
+            wait = min(self._next_deadline(now), next_beat - now) if busy else _MAX_IDLE
             if not stopping and len(self.running) < self.jobs:
                 wait = min(wait, claim_at - now)
             if self._wait(listener, max(wait, 0.0)):

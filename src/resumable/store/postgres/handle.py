@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from resumable.core.stamps import stamp
-from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, StoreError
+from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError, StoreError
 from resumable.store.postgres import runstate
 from resumable.store.postgres.runstate import RunState, RunWriter
 from resumable.store.values import Record
@@ -110,7 +110,8 @@ class PgRunHandle:
         def body(w: RunWriter) -> list[Any]:
             return w.apply(events)
 
-        return self.write(body, init=init, what=f"write run {self._run_id}")
+        out: list[Any] = self.write(body, init=init, what=f"write run {self._run_id}")
+        return out
 
     def write(self, body: Callable[[RunWriter], Any], *, init: bool = False, create: bool = False,
               what: str, patience: float | None = None) -> Any:
@@ -159,11 +160,14 @@ class PgRunHandle:
         state = runstate.current(conn, row, self.state, self.location) if row.seq else RunState(row.pk, 0, None)
         self.state = state
         if init and state.doc is not None:
-            from resumable.core.events import apply
+            from resumable.core.model import LIVE_RUN_STATES
 
             # Refused here (a live run) before anything changes; a finished run is archived and the
             # new run gets a row of its own, so its history starts afresh, as a new journal does.
-            apply(state.doc, {"t": "init", "id": self._run_id, "task": "-", "at": stamp()})
+            status = state.doc.get("status")
+            if isinstance(status, str) and status in LIVE_RUN_STATES:
+                raise RefusedError(f"{self.location} is a LIVE checkpoint (status={status}). Resume it — do"
+                                   " not re-init. Finalize it first if it is really over.")
             conn.execute("UPDATE resumable_runs SET archived_at = now() WHERE pk = %s", (row.pk,))
             got = conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) RETURNING pk", (self._run_id,)).fetchone()
             assert got is not None

@@ -190,11 +190,14 @@ def claim(backend: PgBackend, worker: WorkerInfo, runs: Sequence[str] | None, li
     seconds; expired leases of those runs are taken back first."""
     out: list[Claim] = []
     for run_id in candidates(backend, runs):
-        if len(out) >= limit:
+        left = limit - len(out)
+        if left <= 0:
             break
-        out += backend.handle(run_id).write(
-            lambda w, run_id=run_id: _claim_run(w, worker, run_id, limit - len(out), ttl, log_path),
-            what=f"claim steps of run {run_id}", patience=0)
+
+        def body(w: RunWriter, run_id: str = run_id, left: int = left) -> list[Claim]:
+            return _claim_run(w, worker, run_id, left, ttl, log_path)
+
+        out += backend.handle(run_id).write(body, what=f"claim steps of run {run_id}", patience=0)
     return out
 
 
@@ -391,7 +394,7 @@ def _failed_for_good(w: RunWriter, step: str) -> None:
     blocked = []
     while changed:
         changed = False
-        for sid, needs, st in rows:
+        for sid, needs, _ in rows:
             if state[sid] != "pending":
                 continue
             hit = next((d for d in needs if state.get(d) in ("failed", "timeout", "dep_blocked")), None)
