@@ -143,11 +143,16 @@ class Worker:
         self.env = dict(os.environ if self.base_env is None else self.base_env)
         self.jobs = self.opts.jobs if self.opts.jobs > 0 else (os.cpu_count() or 1)
         self._warned_missing = False
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._warned: set[str] = set()
 
     def interrupt(self) -> None:
         """From a signal handler: the first stops claiming and drains; the second hands back now."""
         self.signals += 1
+        try:
+            os.write(self._wake_w, b"!")  # ends the current wait at once (poll is retried after a signal)
+        except OSError:
+            pass
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -159,6 +164,8 @@ class Worker:
             return self._loop(listener)
         finally:
             listener.close()
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
             try:
                 self.queue.unregister(self.info)
             except ResumableError:
@@ -190,7 +197,8 @@ class Worker:
             freed = self._reap(now)
             if freed:
                 claim_at = min(claim_at, now)
-            self._drain(now)
+            if self._drain(now):
+                claim_at = min(claim_at, now)  # idle again: look at the runs (they may have ended)
             if self.running and now >= next_beat:
                 self._heartbeat(now)
                 next_beat = now + beat_every
@@ -322,7 +330,9 @@ class Worker:
                 a.handle.close()
         return freed
 
-    def _drain(self, now: float) -> None:
+    def _drain(self, now: float) -> bool:
+        """Stop what steps left behind; True when the last such group is gone."""
+        had = bool(self.draining)
         for d in list(self.draining):
             if not d.handle.leftovers():
                 self.draining.remove(d)
@@ -332,6 +342,7 @@ class Worker:
                 d.termed = True
             elif now >= d.kill_at:
                 d.handle.kill()
+        return had and not self.draining
 
     def _record(self, a: _Running, code: int, now: float) -> None:
         step, c = a.step, a.claim
@@ -416,13 +427,16 @@ class Worker:
         lfd = listener.fileno()
         if lfd is not None:
             poller.register(lfd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        poller.register(self._wake_r, select.POLLIN)
         if self.running and not pollable:
             timeout = min(timeout, 0.01)
         if lfd is None:
             timeout = min(timeout, 1.0)  # the server is away: look again soon
+        poller.poll(timeout * 1000.0)
         try:
-            poller.poll(timeout * 1000.0)
-        except InterruptedError:
+            while os.read(self._wake_r, 64):
+                pass
+        except BlockingIOError:
             pass
         return bool(listener.drain())
 
