@@ -149,9 +149,9 @@ class PgBackend:
     def read(self, fn: Callable[[Connection], T], *, what: str, patience: float | None = None) -> T:
         return self.ready().read(fn, what=what, patience=patience)
 
-    def write(self, fn: Callable[[Connection], T], *, what: str,
-              probe: Callable[[Connection], bool] | None = None, patience: float | None = None) -> T:
-        return self.ready().transact(fn, what=what, probe=probe, patience=patience)
+    def write(self, fn: Callable[[Connection], T], *, what: str, probe: Callable[[Connection], bool] | None = None,
+              patience: float | None = None, pipeline: bool = False) -> T:
+        return self.ready().transact(fn, what=what, probe=probe, patience=patience, pipeline=pipeline)
 
     def handle(self, run_id: str) -> PgRunHandle:
         """A long-lived handle (its cached document kept between transactions), one per run."""

@@ -135,7 +135,7 @@ class PgRunHandle:
             return bool(holder) and holder[0].saved(conn)
 
         try:
-            out = self.backend.write(txn, what=what, probe=probe, patience=patience)
+            out = self.backend.write(txn, what=what, probe=probe, patience=patience, pipeline=True)
         except BaseException:
             if holder and (holder[0].applied or holder[0].bodies):
                 self.state = None
@@ -152,12 +152,10 @@ class PgRunHandle:
         if init or create:
             conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) ON CONFLICT (id) WHERE archived_at IS NULL"
                          " DO NOTHING", (self._run_id,))
-        row = runstate.find_row(conn, self._run_id, lock=True)
-        if row is None:
+        row, caught_up = runstate.lock_and_catch_up(conn, self._run_id, self.state, self.location)
+        if row is None or (row.seq == 0 and not (init or create)):
             raise self.missing()
-        if row.seq == 0 and not (init or create):
-            raise self.missing()
-        state = runstate.current(conn, row, self.state, self.location) if row.seq else RunState(row.pk, 0, None)
+        state = caught_up if caught_up is not None else RunState(row.pk, 0, None)
         self.state = state
         if init and state.doc is not None:
             from resumable.core.model import LIVE_RUN_STATES

@@ -140,11 +140,10 @@ def submit(backend: PgBackend, run_id: str, *, task: str, launch: dict[str, Any]
         conn.execute("DELETE FROM resumable_steps WHERE run_pk = %s", (w.row.pk,))
         from psycopg.types.json import Jsonb
 
-        with conn.cursor().copy(
-                "COPY resumable_steps (run_pk, step, ord, spec, needs, remaining, state, epoch, attempt, worker,"
-                " lease_expires) FROM STDIN") as copy:
-            for r in rows:
-                copy.write_row((*r[:3], Jsonb(r[3]), *r[4:]))
+        conn.cursor().executemany(
+            "INSERT INTO resumable_steps (run_pk, step, ord, spec, needs, remaining, state, epoch, attempt, worker,"
+            " lease_expires) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [(*r[:3], Jsonb(r[3]), *r[4:]) for r in rows])
         conn.execute("UPDATE resumable_runs SET job = %s, stopping = false WHERE pk = %s",
                      (Jsonb(dict(options)), w.row.pk))
         w.row.job, w.row.stopping = dict(options), False

@@ -130,6 +130,34 @@ def current(conn: Connection, row: RunRow, state: RunState | None, where: str) -
     return state
 
 
+def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None,
+                      where: str) -> tuple[RunRow | None, RunState | None]:
+    """The run's row, locked, and the document caught up to it. The events after the cached
+    sequence number are asked for in the same round trip as the lock (in pipeline mode the two
+    statements travel together; the second runs once the first holds the lock)."""
+    rows = conn.execute(_ROW + " WHERE id = %s AND archived_at IS NULL FOR UPDATE", (run_id,))
+    tail = None
+    if state is not None:
+        tail = conn.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
+                            (state.pk, state.seq))
+    got = rows.fetchone()
+    if got is None:
+        return None, None
+    row = RunRow(got)
+    if row.seq == 0:
+        return row, None
+    if tail is None or state is None or state.pk != row.pk or state.seq > row.seq:
+        return row, load(conn, row.pk, where)
+    doc = state.doc
+    for seq, body in tail.fetchall():
+        if seq != state.seq + 1:
+            raise CorruptRunError(f"{where}: the history jumps from event {state.seq} to {seq}")
+        doc, _ = apply(doc, decode_event(body, seq, where))
+        state.seq = seq
+        state.doc = doc
+    return row, state
+
+
 class RunWriter:
     """The events of one transaction on one run, applied to its document under the row lock."""
 
@@ -171,46 +199,42 @@ class RunWriter:
         return outputs
 
     def save(self) -> None:
-        """Store the staged events and move the run's row on (inside the caller's transaction)."""
+        """Store the staged events and move the run's row on, in one statement (inside the
+        caller's transaction; in pipeline mode it travels with the COMMIT)."""
         if not self.bodies:
             return
-        seq = self.row.seq
-        rows = []
-        for i, body in enumerate(self.bodies):
-            seq += 1
-            rows.append((self.row.pk, seq, self.tx if i == 0 else None, body))
+        first = self.row.seq + 1
+        seq = self.row.seq + len(self.bodies)
         size = sum(len(b) for b in self.bodies)
-        cur = self.conn.cursor()
-        if len(rows) > 64:
-            with cur.copy("COPY resumable_events (run_pk, seq, tx, body) FROM STDIN") as copy:
-                for r in rows:
-                    copy.write_row(r)
-        else:
-            cur.executemany("INSERT INTO resumable_events (run_pk, seq, tx, body) VALUES (%s, %s, %s, %s)", rows)
         doc = self.state.doc or {}
         status = doc.get("status")
         updated = doc.get("updatedAt")
         tail = self.row.tail_bytes + size
         snapshot = self.force_snapshot or tail >= max(self.row.snap_bytes, SNAPSHOT_MIN_TAIL)
+        params: dict[str, Any] = {
+            "pk": self.row.pk, "first": first, "tx": self.tx, "bodies": self.bodies, "seq": seq,
+            "status": status if isinstance(status, str) else None,
+            "updated": updated if isinstance(updated, str) else None, "tail": 0 if snapshot else tail,
+            "channel": CHANGED, "run": self.run_id,
+        }
+        snap = ""
         if snapshot:
-            text = jsonio.dumps(doc).decode("utf-8")
-            cur.execute(
-                "INSERT INTO resumable_snapshots (run_pk, seq, doc) VALUES (%s, %s, %s) ON CONFLICT (run_pk)"
-                " DO UPDATE SET seq = excluded.seq, doc = excluded.doc", (self.row.pk, seq, text))
-            cur.execute(
-                "UPDATE resumable_runs SET seq = %s, status = %s, updated_at = %s, changed_at = now(),"
-                " snap_seq = %s, snap_bytes = %s, tail_bytes = 0 WHERE pk = %s",
-                (seq, status if isinstance(status, str) else None, updated if isinstance(updated, str) else None,
-                 seq, len(text), self.row.pk))
-        else:
-            cur.execute(
-                "UPDATE resumable_runs SET seq = %s, status = %s, updated_at = %s, changed_at = now(),"
-                " tail_bytes = %s WHERE pk = %s",
-                (seq, status if isinstance(status, str) else None, updated if isinstance(updated, str) else None,
-                 tail, self.row.pk))
-        cur.execute("SELECT pg_notify(%s, %s)", (CHANGED, self.run_id))
+            params["doc"] = jsonio.dumps(doc).decode("utf-8")
+            params["snap_bytes"] = len(params["doc"])
+            snap = (", snap AS (INSERT INTO resumable_snapshots (run_pk, seq, doc) VALUES (%(pk)s, %(seq)s, %(doc)s)"
+                    " ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc)")
+        self.conn.execute(
+            "WITH ev AS (INSERT INTO resumable_events (run_pk, seq, tx, body)"
+            " SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body"
+            " FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i))" + snap +
+            ", run AS (UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s,"
+            " changed_at = now(), tail_bytes = %(tail)s"
+            + (", snap_seq = %(seq)s, snap_bytes = %(snap_bytes)s" if snapshot else "") +
+            " WHERE pk = %(pk)s) SELECT pg_notify(%(channel)s, %(run)s)", params)
         self.row.seq = seq
-        self.row.tail_bytes = 0 if snapshot else tail
+        self.row.tail_bytes = params["tail"]
+        if snapshot:
+            self.row.snap_bytes = params["snap_bytes"]
         self.state.seq = seq
         self.bodies = []
 
