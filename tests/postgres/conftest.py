@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from pgtests import ADMIN_URL, create_database, drop_database, server_problem
 from storecase import STORES, StoreCase
 

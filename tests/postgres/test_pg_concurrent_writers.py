@@ -10,9 +10,9 @@ import textwrap
 from typing import Any
 
 import pytest
+from pgtests import base_env
 
 import resumable
-from pgtests import base_env
 
 WRITER = textwrap.dedent(
     """

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from pgtests import RESUMABLE, ok
 from storecase import StoreCase
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from pgtests import RESUMABLE, assert_error, ok
 from storecase import StoreCase, clean
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import random
-from contextlib import nullcontext
 import socket
 import time
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
