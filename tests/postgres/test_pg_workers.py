@@ -29,9 +29,9 @@ def read(url: str, run: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def chaos(url: str, env: dict[str, str], tmp: Path, *, steps: int, kills: int, workers: int = 4,
-          seed: int = 7, sleep_every: int = 7) -> dict[str, int]:
+          seed: int = 7, sleep_every: int = 7, sleep: float = 0.05) -> dict[str, int]:
     clean(url)
-    job = dag_job(tmp / "chaos.toml", "chaos", steps, seed=seed, sleep_every=sleep_every)
+    job = dag_job(tmp / "chaos.toml", "chaos", steps, seed=seed, sleep_every=sleep_every, sleep=sleep)
     ok(subprocess.run([RESUMABLE, "submit", str(job), "-q"], cwd=tmp, env=env, capture_output=True, text=True,
                       check=False))
     rng = random.Random(seed)
@@ -41,11 +41,14 @@ def chaos(url: str, env: dict[str, str], tmp: Path, *, steps: int, kills: int, w
     done_kills = 0
     deadline = time.monotonic() + 600
     while done_kills < kills and time.monotonic() < deadline:
-        time.sleep(rng.uniform(0.02, 0.25))
+        time.sleep(rng.uniform(0.1, 0.4))
         alive = [p for p in procs if p.poll() is None]
         if not alive:
             break  # the run ended before every kill was spent
-        victim = rng.choice(alive)
+        # Mostly a worker that holds claims right now (a fresh one may not have claimed yet).
+        holding = {pid for (pid,) in sql(url, "SELECT pid FROM resumable_attempts WHERE status = 'running'")}
+        busy = [p for p in alive if p.pid in holding]
+        victim = rng.choice(busy if busy and rng.random() < 0.9 else alive)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         procs.remove(victim)
@@ -63,7 +66,7 @@ def chaos(url: str, env: dict[str, str], tmp: Path, *, steps: int, kills: int, w
 
 def test_workers_killed_at_random_every_step_done_exactly_once(pg_url: str, pg_env: dict[str, str],
                                                                 tmp_path: Path) -> None:
-    counts = chaos(pg_url, pg_env, tmp_path, steps=300, kills=12, sleep_every=2)
+    counts = chaos(pg_url, pg_env, tmp_path, steps=300, kills=12, sleep_every=2, sleep=0.3)
     assert counts["kills"] >= 6 and counts["expired"] >= 1, counts  # the kills did take claims away
 
 

@@ -15,13 +15,13 @@ from typing import Any
 from pgtests import RESUMABLE, sql
 
 
-def dag_job(path: Path, name: str, n: int, *, seed: int = 1, sleep_every: int = 7) -> Path:
+def dag_job(path: Path, name: str, n: int, *, seed: int = 1, sleep_every: int = 7, sleep: float = 0.05) -> Path:
     """A job of ``n`` steps, each needing up to two earlier ones; some steps sleep a little, so a
     kill often lands while a step runs."""
     rng = random.Random(seed)
     lines = [f'[job]\nname = "{name}"\n']
     for i in range(n):
-        cmd = "sleep 0.05" if i % sleep_every == 0 else "true"
+        cmd = f"sleep {sleep:g}" if i % sleep_every == 0 else "true"
         needs = sorted({f"s{rng.randrange(i)}" for _ in range(rng.randint(0, 2))}) if i else []
         lines.append(f'[steps.s{i}]\nrun = "{cmd}"\n' + (f"needs = {json.dumps(needs)}\n" if needs else ""))
     path.write_text("\n".join(lines))

@@ -14,6 +14,7 @@ typed gives up at once, a worker waits for the server to come back (a restart, a
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import socket
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 T = TypeVar("T")
+
+# The driver and its pool log a broken connection as they discard it; resumable says what matters in
+# its own one-line messages, so their records go nowhere (not to the last-resort stderr handler).
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 Connection = psycopg.Connection[Any]
 
