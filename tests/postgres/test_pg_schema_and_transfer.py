@@ -24,7 +24,8 @@ def fresh_db() -> object:
 
 def test_first_use_applies_the_schema_and_records_its_version(fresh_db: str) -> None:
     env = base_env(RESUMABLE_STORE=fresh_db)
-    assert ok(cli("db", "version", env=env)).endswith("schema version none (never used); this resumable knows up to 1\n")
+    version = ok(cli("db", "version", env=env))
+    assert version.endswith("schema version none (never used); this resumable knows up to 1\n")
     ok(cli("init", "r", "--task", "t", env=env))
     assert [v for (v,) in sql(fresh_db, "SELECT version FROM resumable_schema")] == [1]
     assert ok(cli("db", "upgrade", env=env)).endswith(": schema version 1, up to date\n")

@@ -3,6 +3,7 @@ the database recorded (the run's history, the documents' attempts, the workers' 
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import signal
@@ -56,7 +57,8 @@ def attempts(url: str, run: str) -> list[dict[str, Any]]:
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
-def check_exactly_once(url: str, run: str, steps: int, doc: dict[str, Any], history: list[dict[str, Any]]) -> dict[str, int]:
+def check_exactly_once(url: str, run: str, steps: int, doc: dict[str, Any],
+                       history: list[dict[str, Any]]) -> dict[str, int]:
     """Every step done exactly once; every attempt on record, in the document and the attempts
     table alike, numbered 1..k; a step's attempts never overlap in time unless the earlier one was
     fenced off (its lease expired and the step was taken back). Returns counts for the message."""
@@ -85,7 +87,7 @@ def check_exactly_once(url: str, run: str, steps: int, doc: dict[str, Any], hist
             expired += a["status"] == "expired"
             stale += a["stale"] is not None
             assert a["stale"] is None or a["status"] == "expired", a  # only a fenced attempt can be stale
-        for earlier, later in zip(mine, mine[1:], strict=False):
+        for earlier, later in itertools.pairwise(mine):
             assert later["epoch"] > earlier["epoch"]
             if earlier["status"] != "expired":
                 assert _at(later["started"]) >= _at(earlier["finished"]), (earlier, later)

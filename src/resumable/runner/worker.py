@@ -63,11 +63,12 @@ class WorkQueue(Protocol):
     def register(self, worker: Any) -> None: ...
     def unregister(self, worker: Any) -> None: ...
     def claim(self, worker: Any, runs: Sequence[str] | None, limit: int, *, ttl: float,
-              log_path: Callable[[str, str, int], str]) -> Sequence[ClaimLike]: ...
-    def renew(self, worker: Any, claims: Sequence[Any], ttl: float) -> Sequence[ClaimLike]: ...
-    def complete(self, claim: Any, result: Mapping[str, Any], retry_delay: Callable[[int], float | None]) -> bool: ...
+              log_path: Callable[[str, str, int], str]) -> tuple[Sequence[ClaimLike], float | None]: ...
+    def renew(self, worker: Any, held: Sequence[Any], ttl: float) -> Sequence[ClaimLike]: ...
+    def complete(self, claim: Any, result: Mapping[str, Any], retry_delay: Callable[[int], float | None], *,
+                 more: int = 0, worker: Any = None, ttl: float = 0.0,
+                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[bool, Sequence[ClaimLike]]: ...
     def release(self, claim: Any, reason: str, **kw: Any) -> bool: ...
-    def next_wake(self, runs: Sequence[str] | None, worker: Any) -> float | None: ...
     def run_states(self, runs: Sequence[str]) -> dict[str, str | None]: ...
     def work_listener(self) -> ListenerLike: ...
     def local_dir(self) -> str: ...
@@ -143,6 +144,7 @@ class Worker:
         self.env = dict(os.environ if self.base_env is None else self.base_env)
         self.jobs = self.opts.jobs if self.opts.jobs > 0 else (os.cpu_count() or 1)
         self._warned_missing = False
+        self.stopping = False
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._warned: set[str] = set()
 
@@ -176,18 +178,17 @@ class Worker:
         next_beat = self.clock() + beat_every
         claim_at = self.clock()  # claim as soon as there is a free slot and this time has come
         handled = 0
-        stopping = False
         drain_until = 0.0
         while True:
             now = self.clock()
             if self.signals > handled:
                 handled = self.signals
-                if not stopping:
-                    stopping = True
+                if not self.stopping:
+                    self.stopping = True
                     drain_until = now + self.opts.drain_grace
                 else:
                     drain_until = now
-            if stopping and now >= drain_until:
+            if self.stopping and now >= drain_until:
                 for a in self.running.values():
                     if not a.handing_back:
                         a.handing_back = True
@@ -204,7 +205,7 @@ class Worker:
                 next_beat = now + beat_every
             elif not self.running:
                 next_beat = now + beat_every
-            if stopping:
+            if self.stopping:
                 if not self.running and not self.draining:
                     return 130
             elif len(self.running) < self.jobs and now >= claim_at:
@@ -214,7 +215,7 @@ class Worker:
             self.sink.tick()
             busy = self.running or self.draining
             wait = min(self._next_deadline(now), next_beat - now) if busy else _MAX_IDLE
-            if not stopping and len(self.running) < self.jobs:
+            if not self.stopping and len(self.running) < self.jobs:
                 wait = min(wait, claim_at - now)
             if self._wait(listener, max(wait, 0.0)):
                 claim_at = min(claim_at, self.clock())
@@ -234,8 +235,8 @@ class Worker:
     def _claim(self, now: float) -> float:
         """Claim up to the free slots; returns when to look again without a notification."""
         try:
-            claims = self.queue.claim(self.info, self.opts.runs, self.jobs - len(self.running), ttl=self.opts.ttl,
-                                      log_path=self._log_path)
+            claims, due = self.queue.claim(self.info, self.opts.runs, self.jobs - len(self.running), ttl=self.opts.ttl,
+                                           log_path=self._log_path)
         except StoreError as exc:
             self._warn_once(f"cannot claim steps: {exc}; trying again every second")
             return now + 1.0
@@ -243,10 +244,6 @@ class Worker:
         for c in claims:
             self._start(c)
         if len(self.running) < self.jobs:
-            try:
-                due = self.queue.next_wake(self.opts.runs, self.info)
-            except StoreError:
-                due = 1.0
             return now + (_MAX_IDLE if due is None else min(max(due, 0.0) + 0.01, _MAX_IDLE))
         return now
 
@@ -391,19 +388,25 @@ class Worker:
             chosen.append(delay)
             return delay
 
+        follow: Sequence[ClaimLike] = ()
         try:
             if status == "interrupted":
                 recorded = self.queue.release(c, "its worker stopped and handed it back", attempt=attempt,
                                               exit_code=exit_code, log=log)
             else:
-                recorded = self.queue.complete(c, {"status": status, "note": note, "attempt": attempt, "fields": fields,
-                                                   "exit_code": exit_code, "reason": reason or None, "log": log},
-                                               retry_delay)
+                # The next claims on this run travel in the same transaction as this outcome.
+                more = 0 if self.stopping else self.jobs - len(self.running)
+                recorded, follow = self.queue.complete(
+                    c, {"status": status, "note": note, "attempt": attempt, "fields": fields, "exit_code": exit_code,
+                        "reason": reason or None, "log": log},
+                    retry_delay, more=more, worker=self.info, ttl=self.opts.ttl, log_path=self._log_path)
         except StoreError as exc:
             self.sink.warn(f"could not record {c.run_id}/{c.step} (attempt {c.n}): {exc}; its lease will expire"
                            " and another worker will run it again")
             recorded = False
         self.sink.finished(c, step, status, duration, exit_code, chosen[-1] if chosen else None, recorded)
+        for nxt in follow:
+            self._start(nxt)
 
     def _next_deadline(self, now: float) -> float:
         out = _TICK

@@ -1,5 +1,6 @@
 """Runs in a PostgreSQL database, behind the ``Backend`` protocol (``store.backend``), plus what
-workers on many hosts need (``store.postgres.queue``): submit, claim, renew, complete, release, wait.
+workers on many hosts need: submit (``jobs``), claim and renew (``claims``), complete and release
+(``outcomes``), and what they recorded (``reads``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import TypeVar
 
+    from resumable.store.postgres.claims import Claim, WorkerInfo
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.lease import PgRunnerLease
     from resumable.store.postgres.listen import Listener
-    from resumable.store.postgres.queue import Claim, WorkerInfo
 
     T = TypeVar("T")
 
@@ -179,77 +180,79 @@ class PgBackend:
         tag = hashlib.sha256(self.db.display.encode()).hexdigest()[:12]
         return os.path.join(base, "resumable", f"pg-{tag}")
 
-    # -- workers (store.postgres.queue; imported on first use, never by a seed verb) -------------
+    # -- workers (imported on first use, never by a seed verb) ----------------------------------
 
     def submit(self, run_id: str, **kw: Any) -> dict[str, Any]:
-        from resumable.store.postgres import queue
+        """Record a job as a run (``jobs.submit``)."""
+        from resumable.store.postgres import jobs
 
-        return queue.submit(self, run_id, **kw)
+        return jobs.submit(self, run_id, **kw)
 
     def register(self, worker: WorkerInfo) -> None:
-        from resumable.store.postgres import queue
+        from resumable.store.postgres import claims
 
-        queue.register(self, worker)
+        claims.register(self, worker)
 
     def unregister(self, worker: WorkerInfo) -> None:
-        from resumable.store.postgres import queue
+        from resumable.store.postgres import claims
 
-        queue.unregister(self, worker)
+        claims.unregister(self, worker)
 
     def claim(self, worker: WorkerInfo, runs: Sequence[str] | None, limit: int, *, ttl: float,
-              log_path: Callable[[str, str, int], str]) -> list[Claim]:
-        from resumable.store.postgres import queue
+              log_path: Callable[[str, str, int], str]) -> tuple[list[Claim], float | None]:
+        """Ready steps under leases (``claims.claim``), and when to look again without a notification."""
+        from resumable.store.postgres import claims
 
-        return queue.claim(self, worker, runs, limit, ttl=ttl, log_path=log_path)
+        return claims.claim(self, claims.Asked(worker, limit, ttl, log_path), runs)
 
-    def renew(self, worker: WorkerInfo, claims: Sequence[Claim], ttl: float) -> list[Claim]:
-        from resumable.store.postgres import queue
+    def renew(self, worker: WorkerInfo, held: Sequence[Claim], ttl: float) -> list[Claim]:
+        from resumable.store.postgres import claims
 
-        return queue.renew(self, worker, claims, ttl)
+        return claims.renew(self, worker, held, ttl)
 
-    def complete(self, claim: Claim, result: Mapping[str, Any], retry_delay: Callable[[int], float | None]) -> bool:
-        from resumable.store.postgres import queue
+    def complete(self, claim: Claim, result: Mapping[str, Any], retry_delay: Callable[[int], float | None], *,
+                 more: int = 0, worker: WorkerInfo | None = None, ttl: float = 0.0,
+                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[bool, list[Claim]]:
+        """Record an outcome if the claim holds (``outcomes.complete``), claiming up to ``more``
+        ready steps of the run in the same transaction."""
+        from resumable.store.postgres import claims, outcomes
 
-        return queue.complete(self, claim, result, retry_delay)
+        asked = claims.Asked(worker, more, ttl, log_path) if more and worker and log_path else None
+        return outcomes.complete(self, claim, result, retry_delay, asked)
 
     def release(self, claim: Claim, reason: str, **kw: Any) -> bool:
-        from resumable.store.postgres import queue
+        from resumable.store.postgres import outcomes
 
-        return queue.release(self, claim, reason, **kw)
-
-    def next_wake(self, runs: Sequence[str] | None, worker: WorkerInfo) -> float | None:
-        from resumable.store.postgres import queue
-
-        return queue.next_wake(self, runs, worker)
+        return outcomes.release(self, claim, reason, **kw)
 
     def run_states(self, runs: Sequence[str]) -> dict[str, str | None]:
-        from resumable.store.postgres import queue
+        from resumable.store.postgres import reads
 
-        return queue.run_states(self, runs)
+        return reads.run_states(self, runs)
 
     def step_summary(self, run_id: str) -> str:
-        from resumable.store.postgres import queue
+        from resumable.store.postgres import reads
 
-        return queue.step_summary(self, run_id)
+        return reads.step_summary(self, run_id)
 
     def attempts(self, run_id: str, step: str | None = None) -> list[dict[str, Any]]:
-        from resumable.store.postgres import queue
+        from resumable.store.postgres import reads
 
-        return queue.attempts(self, run_id, step)
+        return reads.attempts(self, run_id, step)
 
     def attempt_log(self, run_id: str, step: str, n: int | None = None) -> tuple[int, bytes | None] | None:
-        from resumable.store.postgres import queue
+        from resumable.store.postgres import reads
 
-        return queue.attempt_log(self, run_id, step, n)
+        return reads.attempt_log(self, run_id, step, n)
 
     def work_listener(self) -> Listener:
         """A ``LISTEN`` on the channel workers wait on (a step may have become claimable)."""
-        from resumable.store.postgres.queue import WORK
+        from resumable.store.postgres.claims import WORK
 
         return self.listener([WORK])
 
     def worker_info(self, worker_id: str) -> WorkerInfo:
+        from resumable.store.postgres.claims import WorkerInfo
         from resumable.store.postgres.db import host_name
-        from resumable.store.postgres.queue import WorkerInfo
 
         return WorkerInfo(worker_id, host_name(), os.getpid())

@@ -114,10 +114,10 @@ class PgRunHandle:
         return out
 
     def write(self, body: Callable[[RunWriter], Any], *, init: bool = False, create: bool = False,
-              what: str, patience: float | None = None) -> Any:
+              what: str, patience: float | None = None, also: Callable[[Connection], Any] | None = None) -> Any:
         """Run ``body`` on a ``RunWriter`` holding the run's row lock, store what it staged, commit.
         The cached document survives only a transaction that committed. ``init``/``create``: see
-        ``writer``."""
+        ``writer``; ``also``: statements sent with the lock, their result in ``prefetched``."""
         holder: list[RunWriter] = []
         tries = [0]
 
@@ -125,7 +125,7 @@ class PgRunHandle:
             tries[0] += 1
             if tries[0] > 1:
                 self.state = None  # an earlier try may have changed the cached document
-            writer = self.writer(conn, init=init, create=create)
+            writer = self.writer(conn, init=init, create=create, also=also)
             holder[:] = [writer]
             out = body(writer)
             writer.save()
@@ -144,7 +144,8 @@ class PgRunHandle:
             self.state = holder[0].state
         return out
 
-    def writer(self, conn: Connection, *, init: bool = False, create: bool = False) -> RunWriter:
+    def writer(self, conn: Connection, *, init: bool = False, create: bool = False,
+               also: Callable[[Connection], Any] | None = None) -> RunWriter:
         """A writer for this run inside the caller's transaction: the row locked, the document
         caught up. ``init`` starts the run: a row of its own, archiving a finished run (refused over
         a live one); ``create`` makes the row only if there is none (the writer's document is then
@@ -152,7 +153,7 @@ class PgRunHandle:
         if init or create:
             conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) ON CONFLICT (id) WHERE archived_at IS NULL"
                          " DO NOTHING", (self._run_id,))
-        row, caught_up = runstate.lock_and_catch_up(conn, self._run_id, self.state, self.location)
+        row, caught_up, extra = runstate.lock_and_catch_up(conn, self._run_id, self.state, self.location, also)
         if row is None or (row.seq == 0 and not (init or create)):
             raise self.missing()
         state = caught_up if caught_up is not None else RunState(row.pk, 0, None)
@@ -172,7 +173,9 @@ class PgRunHandle:
             row = runstate.find_row(conn, self._run_id, lock=True)
             assert row is not None
             state = self.state = RunState(row.pk, 0, None)
-        return RunWriter(conn, row, state, self._run_id, self.location)
+        writer = RunWriter(conn, row, state, self._run_id, self.location)
+        writer.prefetched = extra
+        return writer
 
     def flush(self) -> None:
         pass  # the database is the view: nothing is derived outside it

@@ -27,7 +27,7 @@ from resumable.core.stamps import stamp
 from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from resumable.store.postgres.db import Connection
 
@@ -51,13 +51,14 @@ class RunState:
 
 
 class RunRow:
-    __slots__ = ("job", "pk", "seq", "snap_bytes", "status", "stopping", "tail_bytes")
+    __slots__ = ("job", "open_steps", "pk", "seq", "snap_bytes", "status", "stopping", "tail_bytes")
 
     def __init__(self, row: Sequence[Any]) -> None:
-        self.pk, self.seq, self.status, self.job, self.stopping, self.snap_bytes, self.tail_bytes = row
+        (self.pk, self.seq, self.status, self.job, self.stopping, self.snap_bytes, self.tail_bytes,
+         self.open_steps) = row
 
 
-_ROW = "SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes FROM resumable_runs"
+_ROW = "SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes, open_steps FROM resumable_runs"
 
 
 def encode_event(event: dict[str, Any]) -> str:
@@ -130,24 +131,27 @@ def current(conn: Connection, row: RunRow, state: RunState | None, where: str) -
     return state
 
 
-def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None,
-                      where: str) -> tuple[RunRow | None, RunState | None]:
+def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None, where: str,
+                      also: Callable[[Connection], Any] | None = None
+                      ) -> tuple[RunRow | None, RunState | None, Any]:
     """The run's row, locked, and the document caught up to it. The events after the cached
-    sequence number are asked for in the same round trip as the lock (in pipeline mode the two
-    statements travel together; the second runs once the first holds the lock)."""
+    sequence number, and ``also``'s statements (step rows the caller will need), are asked for in
+    the same round trip as the lock: in pipeline mode the statements travel together, and each
+    runs after the one before it, so after the lock is held. Returns (row, state, ``also``'s result)."""
     rows = conn.execute(_ROW + " WHERE id = %s AND archived_at IS NULL FOR UPDATE", (run_id,))
     tail = None
     if state is not None:
         tail = conn.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
                             (state.pk, state.seq))
+    extra = also(conn) if also is not None else None
     got = rows.fetchone()
     if got is None:
-        return None, None
+        return None, None, extra
     row = RunRow(got)
     if row.seq == 0:
-        return row, None
+        return row, None, extra
     if tail is None or state is None or state.pk != row.pk or state.seq > row.seq:
-        return row, load(conn, row.pk, where)
+        return row, load(conn, row.pk, where), extra
     doc = state.doc
     for seq, body in tail.fetchall():
         if seq != state.seq + 1:
@@ -155,7 +159,7 @@ def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None,
         doc, _ = apply(doc, decode_event(body, seq, where))
         state.seq = seq
         state.doc = doc
-    return row, state
+    return row, state, extra
 
 
 class RunWriter:
@@ -172,6 +176,8 @@ class RunWriter:
         self.bodies: list[str] = []
         self.applied = False  # the cached document changed: forget it if the transaction fails
         self.force_snapshot = False
+        self.open_delta = 0  # steps that left (or entered) pending/running in this transaction
+        self.prefetched: Any = None  # what ``also`` asked for with the lock
 
     @property
     def doc(self) -> dict[str, Any]:
@@ -202,6 +208,11 @@ class RunWriter:
         """Store the staged events and move the run's row on, in one statement (inside the
         caller's transaction; in pipeline mode it travels with the COMMIT)."""
         if not self.bodies:
+            if self.open_delta:
+                self.conn.execute("UPDATE resumable_runs SET open_steps = open_steps + %s WHERE pk = %s",
+                                  (self.open_delta, self.row.pk))
+                self.row.open_steps += self.open_delta
+                self.open_delta = 0
             return
         first = self.row.seq + 1
         seq = self.row.seq + len(self.bodies)
@@ -215,7 +226,7 @@ class RunWriter:
             "pk": self.row.pk, "first": first, "tx": self.tx, "bodies": self.bodies, "seq": seq,
             "status": status if isinstance(status, str) else None,
             "updated": updated if isinstance(updated, str) else None, "tail": 0 if snapshot else tail,
-            "channel": CHANGED, "run": self.run_id,
+            "channel": CHANGED, "run": self.run_id, "delta": self.open_delta,
         }
         snap = ""
         if snapshot:
@@ -226,12 +237,14 @@ class RunWriter:
         self.conn.execute(
             "WITH ev AS (INSERT INTO resumable_events (run_pk, seq, tx, body)"
             " SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body"
-            " FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i))" + snap +
+            " FROM unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i))" + snap +
             ", run AS (UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s,"
-            " changed_at = now(), tail_bytes = %(tail)s"
+            " changed_at = now(), tail_bytes = %(tail)s, open_steps = open_steps + %(delta)s"
             + (", snap_seq = %(seq)s, snap_bytes = %(snap_bytes)s" if snapshot else "") +
             " WHERE pk = %(pk)s) SELECT pg_notify(%(channel)s, %(run)s)", params)
         self.row.seq = seq
+        self.row.open_steps += self.open_delta
+        self.open_delta = 0
         self.row.tail_bytes = params["tail"]
         if snapshot:
             self.row.snap_bytes = params["snap_bytes"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from psycopg import sql
 
-from resumable.errors import NewerFormatError
+from resumable.errors import NewerFormatError, StoreError
 
 if TYPE_CHECKING:
     from resumable.store.postgres.db import Connection, Db
@@ -89,4 +89,15 @@ def upgrade(db: Db) -> tuple[int | None, int]:
             have = version
         return before, have
 
+    from psycopg import errors as pgerrors
+
+    for _ in range(5):
+        try:
+            return db.transact(apply, what="apply the schema migrations")
+        except StoreError as exc:
+            # Another process created the tables first; its commit can escape the catalog lookups of
+            # a transaction that waited on the lock, so look again in a fresh one.
+            if not isinstance(exc.__cause__, (pgerrors.DuplicateTable, pgerrors.DuplicateObject,
+                                              pgerrors.UniqueViolation)):
+                raise
     return db.transact(apply, what="apply the schema migrations")

@@ -23,7 +23,8 @@ CREATE TABLE resumable_runs (
     snap_bytes  bigint      NOT NULL DEFAULT 0,
     tail_bytes  bigint      NOT NULL DEFAULT 0,    -- bytes of events after the snapshot
     job         jsonb,                             -- a submitted job's run options
-    stopping    boolean     NOT NULL DEFAULT false -- a step failed for good: claim nothing more
+    stopping    boolean     NOT NULL DEFAULT false, -- a step failed for good: claim nothing more
+    open_steps  integer     NOT NULL DEFAULT 0      -- steps pending or running: 0 = the run is over
 );
 CREATE UNIQUE INDEX resumable_runs_live_id ON resumable_runs (id) WHERE archived_at IS NULL;
 
@@ -66,7 +67,7 @@ CREATE TABLE resumable_steps (
     PRIMARY KEY (run_pk, step)
 );
 CREATE INDEX resumable_steps_ready ON resumable_steps (run_pk, ord) WHERE state = 'pending' AND remaining = 0;
-CREATE INDEX resumable_steps_leased ON resumable_steps (lease_expires) WHERE state = 'running';
+CREATE INDEX resumable_steps_leased ON resumable_steps (run_pk, lease_expires) WHERE state = 'running';
 CREATE INDEX resumable_steps_needs ON resumable_steps USING gin (needs);
 
 CREATE TABLE resumable_attempts (
