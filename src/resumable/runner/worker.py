@@ -65,9 +65,9 @@ class WorkQueue(Protocol):
     def claim(self, worker: Any, runs: Sequence[str] | None, limit: int, *, ttl: float,
               log_path: Callable[[str, str, int], str]) -> tuple[Sequence[ClaimLike], float | None]: ...
     def renew(self, worker: Any, held: Sequence[Any], ttl: float) -> Sequence[ClaimLike]: ...
-    def complete(self, claim: Any, result: Mapping[str, Any], retry_delay: Callable[[int], float | None], *,
+    def complete(self, items: Sequence[tuple[Any, Mapping[str, Any], Callable[[int], float | None]]], *,
                  more: int = 0, worker: Any = None, ttl: float = 0.0,
-                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[bool, Sequence[ClaimLike]]: ...
+                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[list[bool], Sequence[ClaimLike]]: ...
     def release(self, claim: Any, reason: str, **kw: Any) -> bool: ...
     def run_states(self, runs: Sequence[str]) -> dict[str, str | None]: ...
     def work_listener(self) -> ListenerLike: ...
@@ -113,6 +113,24 @@ class _Running:
     timed_out: bool = False
     handing_back: bool = False
     lost: bool = False  # the lease was taken over: the outcome will be fenced off
+
+
+@dataclass
+class _Outcome:
+    run: _Running
+    result: dict[str, Any]
+    duration: float
+    exit_code: int
+    policy: RetryPolicy
+    delays: list[float] = field(default_factory=list)
+
+    def retry_delay(self, failures: int) -> float | None:
+        """The wait before retry ``failures`` (None: no retry left), as the local runner's policy."""
+        if not self.policy.should_retry(failures):
+            return None
+        delay = self.policy.delay(failures, random.random)
+        self.delays.append(delay)
+        return delay
 
 
 @dataclass
@@ -305,8 +323,9 @@ class Worker:
         self.running[(c.run_id, c.step)] = _Running(c, step, handle, started, wall, fprint, deadline)
 
     def _reap(self, now: float) -> bool:
-        """Enforce timeouts and record the steps that ended; True when a slot was freed."""
-        freed = False
+        """Enforce timeouts and record the steps that ended; True when a slot was freed. Steps of
+        one run that ended together are recorded in one transaction."""
+        ended: list[tuple[_Running, int]] = []
         for key, a in list(self.running.items()):
             code = a.handle.poll()
             if code is None:
@@ -319,13 +338,18 @@ class Worker:
                     a.killed = True
                 continue
             del self.running[key]
-            freed = True
-            self._record(a, code, now)
+            ended.append((a, code))
+        by_run: dict[str, list[_Outcome]] = {}
+        for a, code in ended:
+            out = self._outcome(a, code, now)
+            by_run.setdefault(a.claim.run_id, []).append(out)
             if a.handle.leftovers():
                 self.draining.append(_Draining(a.handle, a.kill_at or now + a.step.grace, termed=a.kill_at is not None))
             else:
                 a.handle.close()
-        return freed
+        for outs in by_run.values():
+            self._record(outs)
+        return bool(ended)
 
     def _drain(self, now: float) -> bool:
         """Stop what steps left behind; True when the last such group is gone."""
@@ -341,7 +365,8 @@ class Worker:
                 d.handle.kill()
         return had and not self.draining
 
-    def _record(self, a: _Running, code: int, now: float) -> None:
+    def _outcome(self, a: _Running, code: int, now: float) -> _Outcome:
+        """What an attempt did, as the local runner records it (status, attempt, fields, log)."""
         step, c = a.step, a.claim
         duration = round(now - a.started, 3)
         exit_code = 128 - code if code < 0 else code
@@ -377,36 +402,45 @@ class Worker:
             fields["fingerprint"] = a.fingerprint
             fields["artifacts"] = artifacts
         note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
-        log = _read_log(log_file)
-        policy = RetryPolicy(step.retries, step.backoff, step.jitter)
-        chosen: list[float] = []
+        result = {"status": status, "note": note, "attempt": attempt, "fields": fields, "exit_code": exit_code,
+                  "reason": reason or None, "log": _read_log(log_file)}
+        return _Outcome(a, result, duration, exit_code, RetryPolicy(step.retries, step.backoff, step.jitter))
 
-        def retry_delay(failures: int) -> float | None:
-            if not policy.should_retry(failures):
-                return None
-            delay = policy.delay(failures, random.random)
-            chosen.append(delay)
-            return delay
-
+    def _record(self, outs: list[_Outcome]) -> None:
+        """Record the outcomes of one run's attempts; the worker's next claims on that run travel
+        in the same transaction."""
+        back = [o for o in outs if o.result["status"] == "interrupted"]
+        rest = [o for o in outs if o.result["status"] != "interrupted"]
+        recorded: dict[int, bool] = {}
         follow: Sequence[ClaimLike] = ()
-        try:
-            if status == "interrupted":
-                recorded = self.queue.release(c, "its worker stopped and handed it back", attempt=attempt,
-                                              exit_code=exit_code, log=log)
-            else:
-                # The next claims on this run travel in the same transaction as this outcome.
-                more = 0 if self.stopping else self.jobs - len(self.running)
-                recorded, follow = self.queue.complete(
-                    c, {"status": status, "note": note, "attempt": attempt, "fields": fields, "exit_code": exit_code,
-                        "reason": reason or None, "log": log},
-                    retry_delay, more=more, worker=self.info, ttl=self.opts.ttl, log_path=self._log_path)
-        except StoreError as exc:
-            self.sink.warn(f"could not record {c.run_id}/{c.step} (attempt {c.n}): {exc}; its lease will expire"
-                           " and another worker will run it again")
-            recorded = False
-        self.sink.finished(c, step, status, duration, exit_code, chosen[-1] if chosen else None, recorded)
+        for o in back:
+            try:
+                recorded[id(o)] = self.queue.release(o.run.claim, "its worker stopped and handed it back",
+                                                     attempt=o.result["attempt"], exit_code=o.exit_code,
+                                                     log=o.result["log"])
+            except StoreError as exc:
+                self._not_recorded(o, exc)
+                recorded[id(o)] = False
+        if rest:
+            more = 0 if self.stopping else self.jobs - len(self.running)
+            try:
+                flags, follow = self.queue.complete([(o.run.claim, o.result, o.retry_delay) for o in rest], more=more,
+                                                    worker=self.info, ttl=self.opts.ttl, log_path=self._log_path)
+                recorded.update({id(o): flag for o, flag in zip(rest, flags, strict=True)})
+            except StoreError as exc:
+                for o in rest:
+                    self._not_recorded(o, exc)
+                    recorded[id(o)] = False
+        for o in outs:
+            self.sink.finished(o.run.claim, o.run.step, o.result["status"], o.duration, o.exit_code,
+                               o.delays[-1] if o.delays else None, recorded[id(o)])
         for nxt in follow:
             self._start(nxt)
+
+    def _not_recorded(self, o: _Outcome, exc: StoreError) -> None:
+        c = o.run.claim
+        self.sink.warn(f"could not record {c.run_id}/{c.step} (attempt {c.n}): {exc}; its lease will expire"
+                       " and another worker will run it again")
 
     def _next_deadline(self, now: float) -> float:
         out = _TICK

@@ -210,15 +210,15 @@ class PgBackend:
 
         return claims.renew(self, worker, held, ttl)
 
-    def complete(self, claim: Claim, result: Mapping[str, Any], retry_delay: Callable[[int], float | None], *,
+    def complete(self, items: Sequence[tuple[Claim, Mapping[str, Any], Callable[[int], float | None]]], *,
                  more: int = 0, worker: WorkerInfo | None = None, ttl: float = 0.0,
-                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[bool, list[Claim]]:
-        """Record an outcome if the claim holds (``outcomes.complete``), claiming up to ``more``
-        ready steps of the run in the same transaction."""
+                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[list[bool], list[Claim]]:
+        """Record outcomes of one run's attempts if their claims hold (``outcomes.complete``),
+        claiming up to ``more`` ready steps of the run in the same transaction."""
         from resumable.store.postgres import claims, outcomes
 
         asked = claims.Asked(worker, more, ttl, log_path) if more and worker and log_path else None
-        return outcomes.complete(self, claim, result, retry_delay, asked)
+        return outcomes.complete(self, items, asked)
 
     def release(self, claim: Claim, reason: str, **kw: Any) -> bool:
         from resumable.store.postgres import outcomes

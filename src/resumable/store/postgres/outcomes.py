@@ -19,81 +19,100 @@ from resumable.store.postgres import conclude
 from resumable.store.postgres.claims import READY, RUN_PK, Asked, Claim, mark_done, notify, take_steps
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from resumable.store.postgres.backend import PgBackend
+    from resumable.store.postgres.handle import PgRunHandle
+
+    Item = tuple[Claim, Mapping[str, Any], Callable[[int], float | None]]
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.runstate import RunWriter
 
 
-def complete(backend: PgBackend, claim: Claim, result: Mapping[str, Any],
-             retry_delay: Callable[[int], float | None], more: Asked | None = None) -> tuple[bool, list[Claim]]:
-    """Record an attempt's outcome; (whether it was recorded, the claims taken with it).
+def complete(backend: PgBackend, items: Sequence[Item], more: Asked | None = None) -> tuple[list[bool], list[Claim]]:
+    """Record the outcomes of attempts of one run, in one transaction; (for each, whether it was
+    recorded, the claims taken with them).
 
-    ``result``: ``status`` (done failed timeout interrupted), ``note``, ``attempt`` (the unit's
-    attempt record), ``fields``, ``exit_code``, ``reason``, ``log`` (bytes). ``retry_delay(k)``:
-    the wait before retry k, None when the step has no retry left. ``more``: claim up to that many
-    ready steps of the run in the same transaction."""
-    handle = backend.handle(claim.run_id)
+    Each item is (claim, result, retry_delay). ``result``: ``status`` (done failed timeout
+    interrupted), ``note``, ``attempt`` (the unit's attempt record), ``fields``, ``exit_code``,
+    ``reason``, ``log`` (bytes). ``retry_delay(k)``: the wait before retry k, None when the step has
+    no retry left. ``more``: claim up to that many ready steps of the run in the same transaction."""
+    if not items:
+        return [], []
+    run_id = items[0][0].run_id
+    handle = backend.handle(run_id)
     limit = more.limit if more is not None else 0
-    if result["status"] == "done":
-        # The common case in two round trips: the fenced update of the step (it matches only while
-        # the claim's epoch is current) and the next ready steps travel with the run's lock.
-        def done_first(conn: Connection) -> tuple[Any, Any]:
-            matched = conn.execute(
-                "WITH d AS (UPDATE resumable_steps SET state = 'done', worker = NULL, lease_expires = NULL,"
-                " not_before = NULL, epoch = epoch + 1 WHERE run_pk = %(pk)s AND step = %(step)s"
-                " AND epoch = %(epoch)s AND state = 'running' RETURNING step),"
-                " r AS (UPDATE resumable_steps SET remaining = remaining - 1 WHERE run_pk = %(pk)s"
-                " AND needs @> ARRAY[%(step)s]::text[] AND EXISTS (SELECT 1 FROM d))"
-                " SELECT count(*) FROM d", {"pk": claim.run_pk, "step": claim.step, "epoch": claim.epoch})
-            ready = conn.execute(f"SELECT step, spec, attempt, epoch, needs FROM resumable_steps WHERE run_pk = %s"
-                                 f" AND {READY} ORDER BY ord LIMIT %s FOR UPDATE SKIP LOCKED",
-                                 (claim.run_pk, limit)) if limit > 0 else None
-            return matched, ready
+    if len(items) == 1 and items[0][1]["status"] == "done":
+        return _done_alone(handle, items[0], more, limit)
 
-        def done_txn(w: RunWriter) -> tuple[bool, list[Claim]]:
-            matched, ready = w.prefetched
-            got = matched.fetchone()
-            rows = ready.fetchall() if ready is not None else []
-            if not got or got[0] != 1 or w.row.pk != claim.run_pk:
-                row = w.conn.execute("SELECT state, epoch FROM resumable_steps WHERE run_pk = %s AND step = %s",
-                                     (w.row.pk, claim.step)).fetchone()
-                _stale(w.conn, claim, result, row)
-                return False, []
-            w.open_delta -= 1
-            _record(w, claim, result, retry_delay, 0, marked=True)
-            claims = _follow(w, more, claim.run_id, rows)
-            notify(w.conn, claim.run_id)
-            w.save()
-            return True, claims
+    def step_rows(conn: Connection) -> Any:
+        return conn.execute(f"SELECT step, state, epoch, failures FROM resumable_steps WHERE run_pk = {RUN_PK}"
+                            " AND step = ANY(%s) ORDER BY ord FOR UPDATE", (run_id, [c.step for c, _, _ in items]))
 
-        fast: tuple[bool, list[Claim]] = handle.write(done_txn, also=done_first,
-                                                      what=f"record step {claim.step} of run {claim.run_id}")
-        return fast
-
-    def step_row(conn: Connection) -> Any:
-        return conn.execute(f"SELECT state, epoch, failures FROM resumable_steps WHERE run_pk = {RUN_PK}"
-                            " AND step = %s FOR UPDATE", (claim.run_id, claim.step))
-
-    def txn(w: RunWriter) -> tuple[bool, list[Claim]]:
-        row = w.prefetched.fetchone() if w.row.pk == claim.run_pk else None
-        if row is None or int(row[1]) != claim.epoch or row[0] != "running":
-            _stale(w.conn, claim, result, row)
-            return False, []
-        _record(w, claim, result, retry_delay, int(row[2]))
+    def txn(w: RunWriter) -> tuple[list[bool], list[Claim]]:
+        rows = {r[0]: r for r in w.prefetched.fetchall()}
+        recorded = []
+        for claim, result, retry_delay in items:
+            row = rows.get(claim.step) if w.row.pk == claim.run_pk else None
+            if row is None or int(row[2]) != claim.epoch or row[1] != "running":
+                _stale(w.conn, claim, result, row[1:] if row else None)
+                recorded.append(False)
+                continue
+            _record(w, claim, result, retry_delay, int(row[3]))
+            recorded.append(True)
+        conclude.conclude(w)
         claims: list[Claim] = []
-        if limit > 0 and not w.row.stopping and w.doc.get("status") == "running":
+        if limit > 0 and any(recorded) and not w.row.stopping and w.doc.get("status") == "running":
             ready = w.conn.execute(f"SELECT step, spec, attempt, epoch, needs FROM resumable_steps WHERE run_pk = %s"
                                    f" AND {READY} ORDER BY ord LIMIT %s FOR UPDATE SKIP LOCKED",
                                    (w.row.pk, limit)).fetchall()
-            claims = _follow(w, more, claim.run_id, ready)
+            claims = _follow(w, more, run_id, ready)
+        notify(w.conn, run_id)
+        w.save()
+        return recorded, claims
+
+    out: tuple[list[bool], list[Claim]] = handle.write(txn, also=step_rows,
+                                                       what=f"record {len(items)} outcome(s) of run {run_id}")
+    return out
+
+
+def _done_alone(handle: PgRunHandle, item: Item, more: Asked | None, limit: int) -> tuple[list[bool], list[Claim]]:
+    """One step done, in two round trips: the fenced update of the step (it matches only while the
+    claim's epoch is current) and the next ready steps travel with the run's lock."""
+    claim, result, retry_delay = item
+
+    def done_first(conn: Connection) -> tuple[Any, Any]:
+        matched = conn.execute(
+            "WITH d AS (UPDATE resumable_steps SET state = 'done', worker = NULL, lease_expires = NULL,"
+            " not_before = NULL, epoch = epoch + 1 WHERE run_pk = %(pk)s AND step = %(step)s"
+            " AND epoch = %(epoch)s AND state = 'running' RETURNING step),"
+            " r AS (UPDATE resumable_steps SET remaining = remaining - 1 WHERE run_pk = %(pk)s"
+            " AND needs @> ARRAY[%(step)s]::text[] AND EXISTS (SELECT 1 FROM d))"
+            " SELECT count(*) FROM d", {"pk": claim.run_pk, "step": claim.step, "epoch": claim.epoch})
+        ready = conn.execute(f"SELECT step, spec, attempt, epoch, needs FROM resumable_steps WHERE run_pk = %s"
+                             f" AND {READY} ORDER BY ord LIMIT %s FOR UPDATE SKIP LOCKED",
+                             (claim.run_pk, limit)) if limit > 0 else None
+        return matched, ready
+
+    def txn(w: RunWriter) -> tuple[list[bool], list[Claim]]:
+        matched, ready = w.prefetched
+        got = matched.fetchone()
+        rows = ready.fetchall() if ready is not None else []
+        if not got or got[0] != 1 or w.row.pk != claim.run_pk:
+            row = w.conn.execute("SELECT state, epoch FROM resumable_steps WHERE run_pk = %s AND step = %s",
+                                 (w.row.pk, claim.step)).fetchone()
+            _stale(w.conn, claim, result, row)
+            return [False], []
+        w.open_delta -= 1
+        _record(w, claim, result, retry_delay, 0, marked=True)
+        conclude.conclude(w)
+        claims = _follow(w, more, claim.run_id, rows)
         notify(w.conn, claim.run_id)
         w.save()
-        return True, claims
+        return [True], claims
 
-    out: tuple[bool, list[Claim]] = handle.write(txn, also=step_row,
-                                                 what=f"record step {claim.step} of run {claim.run_id}")
+    out: tuple[list[bool], list[Claim]] = handle.write(txn, also=done_first,
+                                                       what=f"record step {claim.step} of run {claim.run_id}")
     return out
 
 
@@ -144,7 +163,6 @@ def _record(w: RunWriter, claim: Claim, result: Mapping[str, Any], retry_delay: 
                          " failures = %s WHERE run_pk = %s AND step = %s", (status, failures, pk, claim.step))
             w.open_delta -= 1
             failed_for_good(w, claim.step)
-    conclude.conclude(w)
 
 
 def failed_for_good(w: RunWriter, step: str) -> None:
@@ -199,4 +217,4 @@ def release(backend: PgBackend, claim: Claim, reason: str, *, attempt: Mapping[s
     record.setdefault("reason", reason)
     result = {"status": "interrupted", "note": reason, "attempt": record, "exit_code": exit_code,
               "reason": reason, "log": log, "fields": {}}
-    return complete(backend, claim, result, lambda k: None)[0]
+    return complete(backend, [(claim, result, lambda k: None)])[0][0]
