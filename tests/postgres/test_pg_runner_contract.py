@@ -240,3 +240,26 @@ def test_reset_and_status_of_a_job(store: StoreCase, job: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("reset demo: ")
     assert store.r("get", "demo").returncode == 3
     assert os.path.exists(job)
+
+
+def test_a_password_in_the_store_url_is_never_recorded(pg_url: str, tmp_path: Path) -> None:
+    from urllib.parse import urlsplit, urlunsplit
+
+    from pgtests import base_env, cli
+    from storecase import clean
+
+    clean(pg_url)
+    parts = urlsplit(pg_url)
+    secret_url = urlunsplit(parts._replace(netloc=f"{parts.username}:hunter2@{parts.hostname}:{parts.port}"))
+    (tmp_path / "resumable.toml").write_text('[job]\nname = "pw"\n[steps.a]\nrun = "true"\n')
+    env = base_env(XDG_STATE_HOME=str(tmp_path / "state"))
+    for command in ("submit", "run"):
+        proc = cli(command, "--store", secret_url, env=env, cwd=tmp_path)
+        assert proc.returncode == 0, proc
+        assert "hunter2" not in proc.stdout + proc.stderr
+    got = ok(cli("get", "pw", "--store", pg_url, env=env))
+    assert "hunter2" not in got and json.loads(got)["launch"]["argv"][:2] == ["resumable", "run"]
+    report = cli("report", "pw", "-o", "-", "--store", pg_url, env=env)
+    assert report.returncode == 0 and "<html" in report.stdout.lower() and "hunter2" not in report.stdout
+    listing = ok(cli("status", "--list", "--no-color", "--store", pg_url, env=env))
+    assert listing.startswith("✓ pw ")

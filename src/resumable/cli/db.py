@@ -56,6 +56,8 @@ def version_command(store_url: str | None) -> None:
 def attempts_command(run: str, step: str | None, store_url: str | None, as_json: bool) -> None:
     """Every attempt workers made on RUN's steps (or STEP's), oldest first, stale ones included:
     where it ran, when, how it ended, and whether its completion was fenced off."""
+    from datetime import UTC
+
     from resumable.core import jsonio
     from resumable.core.model import check_run_id
     from resumable.errors import NoRunError
@@ -70,13 +72,15 @@ def attempts_command(run: str, step: str | None, store_url: str | None, as_json:
         backend.close()
     for a in rows:
         if as_json:
-            out: dict[str, Any] = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in a.items()}
+            out: dict[str, Any] = {k: (v.astimezone(UTC).isoformat() if hasattr(v, "astimezone") else v)
+                                   for k, v in a.items()}
             sys.stdout.write(jsonio.dumps(out).decode() + "\n")
             continue
         stale = a["stale"]
         fenced = f"  STALE: its completion ({stale.get('status')}) was refused" if stale else ""
         code = "" if a["exitCode"] is None else f" exit {a['exitCode']}"
-        when = a["startedAt"].strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z" if a["startedAt"] else "?"
+        when = (a["startedAt"].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+                if a["startedAt"] else "?")
         line = (f"{a['step']} #{a['n']} epoch {a['epoch']}  {a['status']}{code}  {when}  on {a['host']}"
                 f" ({a['worker']}){fenced}")
         click.echo(escape_controls(line))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
@@ -34,15 +33,14 @@ def submit_command(quiet: bool, **kw: Any) -> None:
     from resumable.core.stamps import stamp
     from resumable.runner.options import RunOptions
     from resumable.runner.session import load_job
-    from resumable.runner.submission import submit_job
+    from resumable.runner.submission import launch_of, submit_job
 
     kw["steps"] = tuple(kw["steps"])
     opts = RunOptions(**kw)
     job = load_job(opts)
     backend: Any = work_queue(opts.store)
     try:
-        argv = ["resumable", "submit", *opts.replay_args()]
-        launch = {"kind": "resumable", "argv": argv, "cwd": os.getcwd()}
+        launch = launch_of("submit", opts.replay_args())
         answer, _ = submit_job(backend, job, launch=launch, force=opts.force, keep_going=opts.keep_going,
                                        max_failures=opts.max_failures)
     finally:

@@ -85,10 +85,34 @@ class LineSink:
         pass
 
 
+def launch_of(command: str, args: list[str]) -> dict[str, Any]:
+    """The launch descriptor of ``resumable COMMAND ARGS`` (how ``status --resume`` replays it),
+    without a password a ``--store`` URL may carry: the descriptor is stored in the run, where
+    anyone who may read the run can read it (give the password in PGPASSWORD or ~/.pgpass)."""
+    argv = list(args)
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--store":
+            argv[i + 1] = redact_url(argv[i + 1])
+    return {"kind": "resumable", "argv": ["resumable", command, *argv], "cwd": os.getcwd()}
+
+
+def redact_url(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}"
+        return urlunsplit(parts._replace(netloc=f"{parts.username or ''}@{host}"))
+    except ValueError:
+        return url
+
+
 def run_job_on(job: Job, queue: Any, opts: RunOptions) -> int:
     """``resumable run`` on a work-queue store: submit, then work on this run until it ends."""
     reporter = make_reporter(opts.quiet, verbose=opts.verbose)
-    launch = {"kind": "resumable", "argv": ["resumable", "run", *opts.replay_args()], "cwd": os.getcwd()}
+    launch = launch_of("run", opts.replay_args())
     queue.serve(patience=300.0)
     _, decisions = submit_job(queue, job, launch=launch, force=opts.force, keep_going=opts.keep_going,
                                    max_failures=opts.max_failures)

@@ -94,6 +94,11 @@ class PgBackend:
                 return True
 
             moved += self.write(archive, what=f"archive run {run_id}")
+
+        def forget_workers(conn: Connection) -> None:
+            conn.execute("DELETE FROM resumable_workers WHERE stopped_at < to_timestamp(%s)", (cutoff,))
+
+        self.write(forget_workers, what="forget stopped workers")
         return GcResult(moved, f"{self.root} (archived runs)")
 
     def delete(self, run: str) -> list[str]:

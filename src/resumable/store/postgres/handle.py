@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from resumable.store.postgres.listen import Listener
 
 _HEX = frozenset("0123456789abcdef")
+COALESCE = 0.25  # seconds: the shortest spacing of changes reported to a watcher
 
 
 class PgRunHandle:
@@ -29,6 +30,7 @@ class PgRunHandle:
         self._run_id = run_id
         self.state: RunState | None = None
         self._listener: Listener | None = None
+        self._last_change = 0.0
 
     @property
     def run_id(self) -> str:
@@ -190,14 +192,21 @@ class PgRunHandle:
         return self.backend.read(token, what=f"read run {self._run_id}")
 
     def wait_for_change(self, token: Hashable, timeout: float) -> Hashable:
-        """Block on ``LISTEN`` until a commit to this run is announced (or ``timeout``)."""
+        """Block on ``LISTEN`` until a commit to this run is announced (or ``timeout``). Changes
+        are reported at most every ``COALESCE`` seconds: a busy run commits hundreds of times a
+        second, and a watcher redrawing on each would only burn the CPU the workers need."""
         if self._listener is None:
             self._listener = self.backend.listener([runstate.CHANGED])
         deadline = time.monotonic() + timeout
         while True:
             current = self.change_token()  # read after LISTEN is in place: no change slips between
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if current != token or left <= 0:
+                if current != token and now < self._last_change + COALESCE and left > 0:
+                    time.sleep(min(self._last_change + COALESCE - now, left))
+                    current = self.change_token()
+                self._last_change = time.monotonic()
                 return current
             self._listener.wait(left, want=self._run_id)
 
