@@ -26,6 +26,17 @@ def _problem() -> str | None:
 
 
 @pytest.fixture(autouse=True)
+def _full_size_only_when_asked(request: pytest.FixtureRequest) -> None:
+    """The full-size variants (16 x 1,000 writers, 2,000 steps under 100 kills) are marked slow and
+    run when asked for (`-m slow`, or RESUMABLE_SLOW=1); CI runs their quicker variants."""
+    if request.node.get_closest_marker("slow") is None:
+        return
+    if "slow" in (request.config.getoption("markexpr") or "") or os.environ.get("RESUMABLE_SLOW"):
+        return
+    pytest.skip("full-size variant: run with -m slow (or RESUMABLE_SLOW=1)")
+
+
+@pytest.fixture(autouse=True)
 def _needs_server(request: pytest.FixtureRequest) -> None:
     callspec = getattr(request.node, "callspec", None)
     if callspec is not None and callspec.params.get("store") == "files":
