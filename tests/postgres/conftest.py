@@ -16,13 +16,21 @@ import pytest
 from pgtests import ADMIN_URL, create_database, drop_database, server_problem
 from storecase import STORES, StoreCase
 
-_PROBLEM: list[str | None] = []
+_PROBLEM: list[str | None] = [server_problem()]
+_CI = os.environ.get("CI", "").lower() == "true"
+if _PROBLEM[0] is not None and not _CI:
+    # Nothing here can run: say so once (below), rather than once per test.
+    collect_ignore_glob = ["test_*.py"]
 
 
 def _problem() -> str | None:
-    if not _PROBLEM:
-        _PROBLEM.append(server_problem())
     return _PROBLEM[0]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _PROBLEM[0] is not None and not _CI:
+        terminalreporter.write_line(f"tests/postgres skipped: no PostgreSQL server ({_PROBLEM[0]}); set"
+                                    " RESUMABLE_TEST_PG to an admin URL to run them")
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +52,7 @@ def _needs_server(request: pytest.FixtureRequest) -> None:
     problem = _problem()
     if problem is None:
         return
-    if os.environ.get("CI", "").lower() == "true":
+    if _CI:
         pytest.fail(f"CI=true and no PostgreSQL server for the PostgreSQL store's tests: {problem}", pytrace=False)
     pytest.skip(f"no PostgreSQL server ({problem}); set RESUMABLE_TEST_PG to an admin URL to run these")
 
