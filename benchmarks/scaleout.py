@@ -171,8 +171,14 @@ def main() -> int:
             local_env = dict(env, RESUMABLE_DIR=str(work / "runs"))
             pg_env = dict(env, RESUMABLE_STORE=url)
             print(f"{n} steps of `true`; cpus {os.cpu_count()}; server {args.store}", flush=True)
+            # Reading the job file is the same work for the local runner and for a submit; it is
+            # timed apart and left out of both sides of the ratio (the workers start after it).
+            t_parse = run([sys.executable, "-c", "import sys; from resumable.runner.jobfile import load_job_file;"
+                           " load_job_file(sys.argv[1])", str(job)], work, env)
             t_local = run([*RESUMABLE, "run", str(job), "-j", "2", "--quiet"], work, local_env)
-            print(f"  local runner (files) -j 2        {t_local:8.2f} s  {t_local / n * 1e3:6.2f} ms/step", flush=True)
+            print(f"  reading the job file              {t_parse:8.2f} s", flush=True)
+            print(f"  local runner (files) -j 2        {t_local:8.2f} s  {t_local / n * 1e3:6.2f} ms/step"
+                  f"  ({t_local - t_parse:.2f} s without reading the job file)", flush=True)
             clean(url)
             t_run = run([*RESUMABLE, "run", str(job), "-j", "2", "--quiet"], work, pg_env)
             print(f"  run --store (submit + 1 worker)  {t_run:8.2f} s  {t_run / n * 1e3:6.2f} ms/step", flush=True)
@@ -181,10 +187,11 @@ def main() -> int:
                 t_submit, elapsed, claims = workers(k, url, job, work, pg_env)
                 times[k] = elapsed
                 print(f"  {k} worker(s) x -j 2               {elapsed:8.2f} s  {elapsed / n * 1e3:6.2f} ms/step"
-                      f"  ({claims / elapsed:,.0f} claims/s; submit {t_submit:.2f} s; {elapsed / t_local:.2f} x"
-                      " local)", flush=True)
-            ratio = times[4] / t_local
-            results.append(("4 workers vs local runner", ratio <= 2.0, f"{ratio:.2f} x (floor 2)"))
+                      f"  ({claims / elapsed:,.0f} claims/s; submit {t_submit:.2f} s;"
+                      f" {elapsed / max(t_local - t_parse, 1e-9):.2f} x local)", flush=True)
+            ratio = times[4] / max(t_local - t_parse, 1e-9)
+            results.append(("4 workers vs local runner (job file reading left out)", ratio <= 2.0,
+                            f"{ratio:.2f} x (floor 2)"))
             t_api, t_commit = transition_vs_commit(url)
             r = t_api / t_commit
             print(f"  API transition {t_api * 1e3:.3f} ms; one INSERT + COMMIT {t_commit * 1e3:.3f} ms", flush=True)
