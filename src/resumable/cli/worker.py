@@ -23,7 +23,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
 
 def work_queue(store_url: str | None) -> Any:
     """The store of ``--store`` / ``RESUMABLE_STORE``; a one-line error unless it runs workers."""
-    from resumable.runner.worker import is_queue
+    from resumable.runner.workqueue import is_queue
 
     if store.store_url(store_url) is None:
         raise UsageError("workers need a PostgreSQL store: give --store postgresql://user@host/db"

@@ -16,7 +16,8 @@ from resumable.runner.display import PlainReporter, fmt_duration, make_reporter
 from resumable.runner.jobfile import Job, Step
 from resumable.runner.options import RunOptions
 from resumable.runner.stepspec import to_spec
-from resumable.runner.worker import ClaimLike, Worker, WorkerOptions, install_signal_handlers
+from resumable.runner.worker import Worker, WorkerOptions, install_signal_handlers
+from resumable.runner.workqueue import ClaimLike
 
 
 def submit_job(queue: Any, job: Job, *, launch: dict[str, Any], force: bool = False, keep_going: bool = False,

@@ -17,76 +17,24 @@ its leases expire; another worker takes each step back exactly once.
 from __future__ import annotations
 
 import os
-import random
 import select
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
-from resumable.core.stamps import stamp
 from resumable.errors import ResumableError, StoreError
 from resumable.runner import fingerprint as fp
 from resumable.runner import process
-from resumable.runner.jobfile import Step
-from resumable.runner.retry import RetryPolicy
+from resumable.runner.attempt import Draining, FailedSpawn, Outcome, Running, outcome_of
 from resumable.runner.stepspec import from_spec
+from resumable.runner.workqueue import ClaimLike, ListenerLike, Sink, WorkQueue, is_queue
 
-MISSING_ARTIFACT_EXIT = -2  # as the local runner records "exited 0 but the artifact is missing"
-LOG_LIMIT = 1 << 20  # bytes of an attempt's log stored with it (the end of the log: where errors are)
+__all__ = ["DEFAULT_TTL", "Worker", "WorkerOptions", "install_signal_handlers", "is_queue"]
+
 DEFAULT_TTL = 30.0
 _MAX_IDLE = 30.0  # wake at least this often without a notification (one lost with a connection)
 _TICK = 0.1
-
-
-class ClaimLike(Protocol):
-    run_id: str
-    step: str
-    n: int
-    epoch: int
-    spec: dict[str, Any]
-    unit: dict[str, Any]
-    log: str
-
-
-class ListenerLike(Protocol):
-    def fileno(self) -> int | None: ...
-    def drain(self) -> list[str]: ...
-    def close(self) -> None: ...
-
-
-class WorkQueue(Protocol):
-    """What a worker needs from its store (``store.postgres``'s backend; see ``store.backend``)."""
-
-    def worker_info(self, worker_id: str) -> Any: ...
-    def register(self, worker: Any) -> None: ...
-    def unregister(self, worker: Any) -> None: ...
-    def claim(self, worker: Any, runs: Sequence[str] | None, limit: int, *, ttl: float,
-              log_path: Callable[[str, str, int], str]) -> tuple[Sequence[ClaimLike], float | None]: ...
-    def renew(self, worker: Any, held: Sequence[Any], ttl: float) -> Sequence[ClaimLike]: ...
-    def complete(self, items: Sequence[tuple[Any, Mapping[str, Any], Callable[[int], float | None]]], *,
-                 more: int = 0, worker: Any = None, ttl: float = 0.0,
-                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[list[bool], Sequence[ClaimLike]]: ...
-    def release(self, claim: Any, reason: str, **kw: Any) -> bool: ...
-    def run_states(self, runs: Sequence[str]) -> dict[str, str | None]: ...
-    def work_listener(self) -> ListenerLike: ...
-    def local_dir(self) -> str: ...
-
-
-def is_queue(backend: object) -> bool:
-    """Whether a store runs submitted jobs on workers (the PostgreSQL store)."""
-    return callable(getattr(backend, "claim", None)) and callable(getattr(backend, "submit", None))
-
-
-class Sink(Protocol):
-    """What the worker tells the person watching it."""
-
-    def started(self, claim: ClaimLike, step: Step) -> None: ...
-    def finished(self, claim: ClaimLike, step: Step, status: str, duration: float, exit_code: int | None,
-                 retry_in: float | None, recorded: bool) -> None: ...
-    def warn(self, message: str) -> None: ...
-    def tick(self) -> None: ...
 
 
 @dataclass
@@ -100,47 +48,6 @@ class WorkerOptions:
 
 
 @dataclass
-class _Running:
-    claim: ClaimLike
-    step: Step
-    handle: process.StepHandle
-    started: float
-    started_wall: float
-    fingerprint: dict[str, Any]
-    deadline: float | None
-    kill_at: float | None = None
-    killed: bool = False
-    timed_out: bool = False
-    handing_back: bool = False
-    lost: bool = False  # the lease was taken over: the outcome will be fenced off
-
-
-@dataclass
-class _Outcome:
-    run: _Running
-    result: dict[str, Any]
-    duration: float
-    exit_code: int
-    policy: RetryPolicy
-    delays: list[float] = field(default_factory=list)
-
-    def retry_delay(self, failures: int) -> float | None:
-        """The wait before retry ``failures`` (None: no retry left), as the local runner's policy."""
-        if not self.policy.should_retry(failures):
-            return None
-        delay = self.policy.delay(failures, random.random)
-        self.delays.append(delay)
-        return delay
-
-
-@dataclass
-class _Draining:
-    handle: process.StepHandle
-    kill_at: float
-    termed: bool = False
-
-
-@dataclass
 class Worker:
     queue: WorkQueue
     opts: WorkerOptions
@@ -150,8 +57,8 @@ class Worker:
     wallclock: Callable[[], float] = time.time
     base_env: Mapping[str, str] | None = None
     signals: int = 0
-    running: dict[tuple[str, str], _Running] = field(default_factory=dict)
-    draining: list[_Draining] = field(default_factory=list)
+    running: dict[tuple[str, str], Running] = field(default_factory=dict)
+    draining: list[Draining] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         import secrets
@@ -317,15 +224,15 @@ class Worker:
         try:
             handle = self.spawner(step.argv, step.cwd, env, log)
         except OSError as exc:
-            handle = _FailedSpawn(f"resumable: cannot start step {step.id!r}: {exc}\n", log)
+            handle = FailedSpawn(f"resumable: cannot start step {step.id!r}: {exc}\n", log)
         self.sink.started(c, step)
         deadline = started + step.timeout if step.timeout else None
-        self.running[(c.run_id, c.step)] = _Running(c, step, handle, started, wall, fprint, deadline)
+        self.running[(c.run_id, c.step)] = Running(c, step, handle, started, wall, fprint, deadline)
 
     def _reap(self, now: float) -> bool:
         """Enforce timeouts and record the steps that ended; True when a slot was freed. Steps of
         one run that ended together are recorded in one transaction."""
-        ended: list[tuple[_Running, int]] = []
+        ended: list[tuple[Running, int]] = []
         for key, a in list(self.running.items()):
             code = a.handle.poll()
             if code is None:
@@ -339,12 +246,12 @@ class Worker:
                 continue
             del self.running[key]
             ended.append((a, code))
-        by_run: dict[str, list[_Outcome]] = {}
+        by_run: dict[str, list[Outcome]] = {}
         for a, code in ended:
-            out = self._outcome(a, code, now)
+            out = outcome_of(a, code, now, self.wallclock(), self.info.host, self.worker_id)
             by_run.setdefault(a.claim.run_id, []).append(out)
             if a.handle.leftovers():
-                self.draining.append(_Draining(a.handle, a.kill_at or now + a.step.grace, termed=a.kill_at is not None))
+                self.draining.append(Draining(a.handle, a.kill_at or now + a.step.grace, termed=a.kill_at is not None))
             else:
                 a.handle.close()
         for outs in by_run.values():
@@ -365,48 +272,7 @@ class Worker:
                 d.handle.kill()
         return had and not self.draining
 
-    def _outcome(self, a: _Running, code: int, now: float) -> _Outcome:
-        """What an attempt did, as the local runner records it (status, attempt, fields, log)."""
-        step, c = a.step, a.claim
-        duration = round(now - a.started, 3)
-        exit_code = 128 - code if code < 0 else code
-        reason = ""
-        artifacts: dict[str, Any] = {}
-        if a.handing_back:
-            status = "interrupted"
-        elif a.timed_out:
-            status = "timeout"
-        elif code != 0:
-            status = "failed"
-        else:
-            artifacts = fp.artifact_records(step)
-            missing = [p for p, rec in artifacts.items() if rec is None]
-            if missing:
-                status, exit_code = "failed", MISSING_ARTIFACT_EXIT
-                reason = f"exited 0 but artifact missing: {', '.join(missing)}"
-                _append_log(step.log or c.log, f"\nresumable: {reason}\n")
-            else:
-                status = "done"
-        log_file = step.log or c.log
-        attempt: dict[str, Any] = {
-            "n": c.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
-            "finishedAt": stamp(self.wallclock(), ms=True), "exitCode": exit_code, "duration": duration,
-            "log": log_file, "host": self.info.host, "worker": self.worker_id,
-        }
-        if code < 0:
-            attempt["signal"] = -code
-        if reason:
-            attempt["reason"] = reason
-        fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code, "log": log_file}
-        if status == "done":
-            fields["fingerprint"] = a.fingerprint
-            fields["artifacts"] = artifacts
-        note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
-        result = {"status": status, "note": note, "attempt": attempt, "fields": fields, "exit_code": exit_code,
-                  "reason": reason or None, "log": _read_log(log_file)}
-        return _Outcome(a, result, duration, exit_code, RetryPolicy(step.retries, step.backoff, step.jitter))
-
-    def _record(self, outs: list[_Outcome]) -> None:
+    def _record(self, outs: list[Outcome]) -> None:
         """Record the outcomes of one run's attempts; the worker's next claims on that run travel
         in the same transaction."""
         back = [o for o in outs if o.result["status"] == "interrupted"]
@@ -437,7 +303,7 @@ class Worker:
         for nxt in follow:
             self._start(nxt)
 
-    def _not_recorded(self, o: _Outcome, exc: StoreError) -> None:
+    def _not_recorded(self, o: Outcome, exc: StoreError) -> None:
         c = o.run.claim
         self.sink.warn(f"could not record {c.run_id}/{c.step} (attempt {c.n}): {exc}; its lease will expire"
                        " and another worker will run it again")
@@ -476,67 +342,6 @@ class Worker:
         except BlockingIOError:
             pass
         return bool(listener.drain())
-
-
-class _FailedSpawn:
-    """Stands in for a process that could not start (bad cwd, missing program): exit 127."""
-
-    pid = 0
-    pgid = 0
-    token: str | None = None
-
-    def __init__(self, message: str, log: str) -> None:
-        _append_log(log, message)
-
-    def poll(self) -> int | None:
-        return 127
-
-    def terminate(self) -> None:
-        pass
-
-    def kill(self) -> None:
-        pass
-
-    def leftovers(self) -> bool:
-        return False
-
-    def fileno(self) -> int | None:
-        return None
-
-    def close(self) -> None:
-        pass
-
-
-def _append_log(path: str, text: str) -> None:
-    try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(text)
-    except OSError:
-        pass
-
-
-def _read_log(path: str) -> bytes | None:
-    """The end of an attempt's log (at most LOG_LIMIT bytes), to store with the attempt."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        import stat
-
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        start = max(0, st.st_size - LOG_LIMIT)
-        data = os.pread(fd, LOG_LIMIT, start)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if start:
-        data = b"[resumable: the first %d bytes of this log were not stored]\n" % start + data
-    return data
 
 
 def install_signal_handlers(worker: Worker) -> Callable[[], None]:
