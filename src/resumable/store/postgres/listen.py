@@ -31,6 +31,7 @@ class Listener:
         self.conn: Connection | None = None
         self.payloads: list[str] = []  # received, not yet handed out
         self.ensure()
+        self.payloads.clear()
 
     def ensure(self) -> bool:
         """Connected and listening; False (and retried on the next call) while the server is away."""
@@ -48,6 +49,9 @@ class Listener:
             conn.close()
             return False
         self.conn = conn
+        # Whatever was announced while the connection was down is lost: wake the waiter so that it
+        # looks for itself (an empty payload: "something may have changed").
+        self.payloads.append("")
         return True
 
     def fileno(self) -> int | None:
@@ -77,7 +81,7 @@ class Listener:
         got: list[str] = []
         while True:
             got += self.drain()
-            if got and (want is None or want in got):
+            if got and (want is None or want in got or "" in got):
                 return got
             left = deadline - time.monotonic()
             if left <= 0:
