@@ -150,3 +150,26 @@ def test_sigterm_hands_running_steps_back(pg_url: str, pg_env: dict[str, str], t
     assert [x["status"] for x in doc["units"]["long"]["attempts"]] == ["interrupted", "done"]
     assert json.loads(ok(subprocess.run([RESUMABLE, "db", "attempts", "term", "--json"], env=pg_env,
                                         capture_output=True, text=True, check=False)).splitlines()[0])["step"] == "long"
+
+
+def test_fingerprints_are_taken_on_the_workers_host(pg_url: str, pg_env: dict[str, str], tmp_path: Path) -> None:
+    """An input that differs on the worker's host from where the job was submitted: the step runs
+    as it is there, the worker says what differs, and the fingerprint recorded is the worker's."""
+    clean(pg_url)
+    (tmp_path / "in.txt").write_text("as submitted")
+    (tmp_path / "fp.toml").write_text('[job]\nname = "fp"\n[steps.use]\nrun = "cat in.txt > out.txt"\n'
+                                      'inputs = ["in.txt"]\nartifacts = ["out.txt"]\n')
+    ok(subprocess.run([RESUMABLE, "submit", "fp.toml", "-q"], cwd=tmp_path, env=pg_env, capture_output=True,
+                      text=True, check=False))
+    (tmp_path / "in.txt").write_text("as on the worker's host")
+    code, _, err = finish([start_worker(pg_env, tmp_path, "fp")], timeout=60)[0]
+    assert code == 0 and "input differs: in.txt since the job was submitted" in err, err
+    doc, _ = read(pg_url, "fp")
+    unit = doc["units"]["use"]
+    import hashlib
+
+    assert unit["fingerprint"]["inputs"]["in.txt"]["sha256"] == hashlib.sha256(b"as on the worker's host").hexdigest()
+    assert unit["fingerprintHost"] and (tmp_path / "out.txt").read_text() == "as on the worker's host"
+    again = subprocess.run([RESUMABLE, "run", "fp.toml", "--dry-run"], cwd=tmp_path, env=pg_env, capture_output=True,
+                           text=True, check=False)
+    assert "skip  use: done" in again.stdout, again

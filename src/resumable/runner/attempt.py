@@ -98,11 +98,27 @@ def outcome_of(a: Running, code: int, now: float, wall: float, host: str, worker
     fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code, "log": log_file}
     if status == "done":
         fields["fingerprint"] = a.fingerprint
+        fields["fingerprintHost"] = host
         fields["artifacts"] = artifacts
     note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
     result = {"status": status, "note": note, "attempt": attempt, "fields": fields, "exit_code": exit_code,
               "reason": reason or None, "log": read_log(log_file)}
     return Outcome(a, result, duration, exit_code, RetryPolicy(step.retries, step.backoff, step.jitter))
+
+
+def fingerprint_differences(submitted: object, here: dict[str, Any]) -> list[str]:
+    """What differs between the fingerprint taken where the job was submitted and the one taken on
+    this host before the step starts (the step runs as it is here; the difference is said)."""
+    if not isinstance(submitted, dict):
+        return []
+    out = [f"{part} differs" for part in ("command", "env", "cwd") if submitted.get(part) != here.get(part)]
+    theirs = submitted.get("inputs") if isinstance(submitted.get("inputs"), dict) else {}
+    assert isinstance(theirs, dict)
+    for path, rec in here.get("inputs", {}).items():
+        old = theirs.get(path)
+        if (old or {}).get("sha256") != (rec or {}).get("sha256"):
+            out.append(f"input {'missing' if rec is None else 'differs'}: {path}")
+    return out
 
 
 class FailedSpawn:

@@ -13,6 +13,7 @@ from typing import IO, Any
 from resumable.runner import explain
 from resumable.runner.conclude import resume_hint
 from resumable.runner.display import PlainReporter, fmt_duration, make_reporter
+from resumable.runner.fingerprint import fingerprint
 from resumable.runner.jobfile import Job, Step
 from resumable.runner.options import RunOptions
 from resumable.runner.stepspec import to_spec
@@ -31,7 +32,8 @@ def submit_job(queue: Any, job: Job, *, launch: dict[str, Any], force: bool = Fa
         decided.update(explain.plan(job, units, force=force))
         return {sid: {"run": d.run, "reason": d.reason, "invalidate": d.invalidate} for sid, d in decided.items()}
 
-    steps = [{"id": s.id, "needs": list(s.needs), "spec": to_spec(s), "command": s.command_text} for s in job.steps]
+    steps = [{"id": s.id, "needs": list(s.needs), "spec": to_spec(s) | {"fingerprint": fingerprint(s)},
+              "command": s.command_text} for s in job.steps]
     options = {"keep_going": keep_going, "max_failures": max_failures, "source": job.source}
     out: dict[str, Any] = queue.submit(job.name, task=f"resumable run {job.name}", launch=launch, steps=steps,
                                        plan=plan, options=options)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from resumable.errors import ResumableError, StoreError
 from resumable.runner import fingerprint as fp
 from resumable.runner import process
-from resumable.runner.attempt import Draining, FailedSpawn, Outcome, Running, outcome_of
+from resumable.runner.attempt import Draining, FailedSpawn, Outcome, Running, fingerprint_differences, outcome_of
 from resumable.runner.stepspec import from_spec
 from resumable.runner.workqueue import ClaimLike, ListenerLike, Sink, WorkQueue, is_queue
 
@@ -211,8 +211,11 @@ class Worker:
             self.sink.warn(str(exc))
             self.queue.release(c, f"this worker cannot run it: {exc}")
             return
-        prev = c.unit.get("fingerprint")
+        # Input hashes are reused (same size and mtime) only from a fingerprint taken on this host:
+        # another host's copy of a file may share both and still differ.
+        prev = c.unit.get("fingerprint") if c.unit.get("fingerprintHost") == self.info.host else None
         fprint = fp.fingerprint(step, prev if isinstance(prev, Mapping) else None)
+        differs = fingerprint_differences(c.spec.get("fingerprint"), fprint)
         env = dict(self.env)
         env.update(step.env)
         env.update({"RESUMABLE_RUN": c.run_id, "RESUMABLE_STEP": step.id, "RESUMABLE_ATTEMPT": str(c.n),
@@ -225,6 +228,9 @@ class Worker:
             handle = self.spawner(step.argv, step.cwd, env, log)
         except OSError as exc:
             handle = FailedSpawn(f"resumable: cannot start step {step.id!r}: {exc}\n", log)
+        if differs:
+            self.sink.warn(f"{c.run_id}/{step.id}: on this host ({self.info.host}) {', '.join(differs)} since the"
+                           " job was submitted; running it as it is here")
         self.sink.started(c, step)
         deadline = started + step.timeout if step.timeout else None
         self.running[(c.run_id, c.step)] = Running(c, step, handle, started, wall, fprint, deadline)
