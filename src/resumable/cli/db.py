@@ -103,8 +103,8 @@ def log_command(run: str, step: str, n: int | None, store_url: str | None) -> No
     finally:
         backend.close()
     if got is None:
-        raise NoRunError(f"no attempt {n if n is not None else ''} of step {step!r} of run {run!r} under"
-                         f" {backend.root}".replace("attempt  of", "attempt of"))
+        which = "attempt" if n is None else f"attempt {n}"
+        raise NoRunError(f"no {which} of step {step!r} of run {run!r} under {backend.root}")
     data = got[1] or b""
     if sys.stdout.isatty():
         text = data.decode("utf-8", "replace")
