@@ -29,7 +29,8 @@ def read(url: str, run: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def chaos(url: str, env: dict[str, str], tmp: Path, *, steps: int, kills: int, workers: int = 4,
-          seed: int = 7, sleep_every: int = 7, sleep: float = 0.05) -> dict[str, int]:
+          seed: int = 7, sleep_every: int = 7, sleep: float = 0.05,
+          every: tuple[float, float] = (0.1, 0.4)) -> dict[str, int]:
     clean(url)
     job = dag_job(tmp / "chaos.toml", "chaos", steps, seed=seed, sleep_every=sleep_every, sleep=sleep)
     ok(subprocess.run([RESUMABLE, "submit", str(job), "-q"], cwd=tmp, env=env, capture_output=True, text=True,
@@ -41,7 +42,7 @@ def chaos(url: str, env: dict[str, str], tmp: Path, *, steps: int, kills: int, w
     done_kills = 0
     deadline = time.monotonic() + 600
     while done_kills < kills and time.monotonic() < deadline:
-        time.sleep(rng.uniform(0.1, 0.4))
+        time.sleep(rng.uniform(*every))
         alive = [p for p in procs if p.poll() is None]
         if not alive:
             break  # the run ended before every kill was spent
@@ -73,7 +74,7 @@ def test_workers_killed_at_random_every_step_done_exactly_once(pg_url: str, pg_e
 @pytest.mark.slow
 def test_four_workers_two_thousand_steps_a_hundred_kills(pg_url: str, pg_env: dict[str, str],
                                                         tmp_path: Path) -> None:
-    counts = chaos(pg_url, pg_env, tmp_path, steps=2000, kills=100)
+    counts = chaos(pg_url, pg_env, tmp_path, steps=2000, kills=100, sleep_every=3, sleep=0.2, every=(0.05, 0.25))
     assert counts["kills"] == 100 and counts["expired"] >= 20, counts
 
 
