@@ -64,6 +64,11 @@ def test_bad_urls_and_a_missing_server_are_one_line_errors(tmp_path: Path) -> No
     assert_error(cli("get", "r", "--store", "postgresql://nobody@127.0.0.1:1/none", env=env), 1,
                  "cannot connect to postgresql://nobody@127.0.0.1:1/none")
     assert_error(cli("worker", env=base_env(RESUMABLE_DIR=str(tmp_path))), 1, "workers need a PostgreSQL store")
+    (tmp_path / "resumable.toml").write_text('[job]\nname = "j"\n[steps.a]\nrun = "true"\n')
+    down = "postgresql://nobody@127.0.0.1:1/none"
+    for args in (["worker", "--store", down], ["submit", "--store", down], ["run", "--store", down]):
+        # At once, in one line: not after the minutes a worker waits for a server that went away.
+        assert_error(cli(*args, env=env, cwd=tmp_path, timeout=30), 1, f"cannot connect to {down}")
     line = assert_error(cli("get", "r", "--store", "postgresql://u:secret@127.0.0.1:1/db", env=env), 1)
     assert "secret" not in line and "u:***@" in line
 

@@ -116,9 +116,9 @@ def run_job_on(job: Job, queue: Any, opts: RunOptions) -> int:
     """``resumable run`` on a work-queue store: submit, then work on this run until it ends."""
     reporter = make_reporter(opts.quiet, verbose=opts.verbose)
     launch = launch_of("run", opts.replay_args())
-    queue.serve(patience=300.0)
     _, decisions = submit_job(queue, job, launch=launch, force=opts.force, keep_going=opts.keep_going,
-                                   max_failures=opts.max_failures)
+                              max_failures=opts.max_failures)
+    queue.serve(patience=300.0)  # from now on a server restart is ridden out, as by any worker
     reporter.start(job, decisions, {})
     worker = Worker(queue, WorkerOptions(runs=(job.name,), jobs=opts.jobs, drain_grace=0.0, logs_dir=opts.logs_dir),
                     ReporterSink(reporter))
