@@ -30,6 +30,11 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "rerun": ("resumable.cli.rerun", "rerun_command", "Mark units of a run to run again."),
     "completion": ("resumable.cli.completion", "completion_command", "Print the shell completion script."),
     "doctor": ("resumable.cli.doctor", "doctor_command", "Check the installation, the store and the runs."),
+    "submit": ("resumable.cli.submit", "submit_command", "Record a job for workers to run (PostgreSQL store)."),
+    "worker": ("resumable.cli.worker", "worker_command", "Run submitted steps on this host (PostgreSQL store)."),
+    "db": ("resumable.cli.db", "db_group", "The PostgreSQL store: schema, attempts, logs."),
+    "export": ("resumable.cli.transfer", "export_command", "Write a run and its history to a file."),
+    "import": ("resumable.cli.transfer", "import_command", "Read a run exported from another store."),
 }
 
 _RUN = ("<run>", "a run id (<runs-dir>/<id>.json), or a path ending in .json")

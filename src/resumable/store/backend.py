@@ -20,17 +20,21 @@ outside ``store/postgres/`` speaks SQL; everything above reaches runs through th
 Events are plain dicts (``core.events``); a handle stamps ``at`` on events that lack one. A write is
 durable before ``commit`` returns (the file store fsyncs its journal; PostgreSQL commits).
 
-The PostgreSQL store adds, for workers on many hosts (``resumable worker``), on its backend object:
+The PostgreSQL store adds, for workers on many hosts (``resumable worker``; ``runner.workqueue``
+types what the runner uses of it), on its backend object:
 
-- ``submit(job) -> str``: record a job's steps, fingerprints and needs as a run (idempotent).
-- ``claim(worker, runs, limit) -> list[Claim]``: eligible units (every need done, not leased), taken
-  with ``FOR UPDATE SKIP LOCKED``; each ``Claim`` carries the unit, the attempt number, the lease
-  expiry and a fencing token (the lease epoch).
-- ``renew(claims) -> list[Claim]``: heartbeat; returns the claims that were lost (expired and taken).
-- ``complete(claim, events) -> bool``: commit the attempt's outcome only if the claim's epoch is still
-  current; a stale completion is recorded as a stale attempt and refused (False), never applied.
-- ``release(claim)``: hand a claim back without an outcome (a worker stopping).
-- ``wait(runs, timeout)``: block on ``LISTEN`` until something changed (a unit done, a claim freed).
+- ``submit(run_id, task=, launch=, steps=, plan=, options=) -> dict``: record a job's steps,
+  fingerprints and needs as a run (idempotent: submitting again resumes it).
+- ``claim(worker, runs, limit, ttl=, log_path=) -> (claims, wake)``: eligible units (every need
+  done, not leased), taken with ``FOR UPDATE SKIP LOCKED``; each ``Claim`` carries the unit, the
+  attempt number, and a fencing token (the lease epoch); ``wake``: seconds until something falls
+  due without a notification.
+- ``renew(worker, claims, ttl) -> list[Claim]``: heartbeat; returns the claims that were lost.
+- ``complete([(claim, result, retry_delay), ...], more=) -> (recorded, claims)``: commit outcomes
+  only where the claim's epoch is still current; a stale completion is kept with its attempt and
+  refused (False), never applied. ``more``: the next claims, in the same transaction.
+- ``release(claim, reason)``: hand a claim back without an outcome (a worker stopping).
+- ``work_listener()``: a ``LISTEN`` that wakes a worker when a step may have become claimable.
 - ``upgrade()`` / ``schema_version()``: versioned migrations; an older resumable refuses a newer schema.
 
 Its ``RunHandle`` is the same protocol as the file store's; ``wait_for_change`` follows ``NOTIFY``.

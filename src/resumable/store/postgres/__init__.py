@@ -1,13 +1,26 @@
-"""The PostgreSQL store (optional extra: ``pip install 'resumable[postgres]'``)."""
+"""The PostgreSQL store (optional extra: ``pip install 'resumable[postgres]'``).
+
+Runs live in a database (``--store postgresql://user@host/db`` or ``RESUMABLE_STORE``): their
+history as rows of events, their documents rebuilt from it, and the steps of submitted jobs as a
+work queue that workers on any number of hosts claim under leases with fencing tokens. psycopg is
+imported only here, when a PostgreSQL URL is used: the runs directory never needs it.
+"""
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from resumable.store.backend import Backend
+    from resumable.store.postgres.backend import PgBackend
 
 
-def connect_backend(url: str) -> Backend:
-    from resumable.errors import UsageError
+def connect_backend(url: str) -> PgBackend:
+    """The store at ``url``. Connecting waits for the first use, which also checks the schema."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        from resumable.errors import UsageError
 
-    raise UsageError("the PostgreSQL store is not available in this version; use the runs directory")
+        raise UsageError("the PostgreSQL store needs psycopg: pip install 'resumable[postgres]'") from None
+    from resumable.store.postgres.backend import PgBackend
+
+    return PgBackend(url)

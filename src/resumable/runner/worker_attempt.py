@@ -1,0 +1,180 @@
+"""One attempt on a worker: the step's process and what it did, recorded as the local runner
+records it (status, exit code, signal, duration, log, artifacts and the fingerprint taken before
+it started), plus the end of its log, which is stored with the attempt."""
+
+from __future__ import annotations
+
+import os
+import random
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+from resumable.core.stamps import stamp
+from resumable.runner import fingerprint as fp
+from resumable.runner import process
+from resumable.runner.jobfile import Step
+from resumable.runner.retry import RetryPolicy
+from resumable.runner.workqueue import ClaimLike
+
+MISSING_ARTIFACT_EXIT = -2  # as the local runner records "exited 0 but the artifact is missing"
+LOG_LIMIT = 1 << 20  # bytes of an attempt's log stored with it (the end of the log: where errors are)
+
+
+@dataclass
+class Running:
+    claim: ClaimLike
+    step: Step
+    handle: process.StepHandle
+    started: float
+    started_wall: float
+    fingerprint: dict[str, Any]
+    deadline: float | None
+    kill_at: float | None = None
+    killed: bool = False
+    timed_out: bool = False
+    handing_back: bool = False
+    lost: bool = False  # the lease was taken over: the outcome will be fenced off
+
+
+@dataclass
+class Outcome:
+    run: Running
+    result: dict[str, Any]
+    duration: float
+    exit_code: int
+    policy: RetryPolicy
+    delays: list[float] = field(default_factory=list)
+
+    def retry_delay(self, failures: int) -> float | None:
+        """The wait before retry ``failures`` (None: no retry left), as the local runner's policy."""
+        if not self.policy.should_retry(failures):
+            return None
+        delay = self.policy.delay(failures, random.random)
+        self.delays.append(delay)
+        return delay
+
+
+@dataclass
+class Draining:
+    handle: process.StepHandle
+    kill_at: float
+    termed: bool = False
+
+
+
+def outcome_of(a: Running, code: int, now: float, wall: float, host: str, worker_id: str) -> Outcome:
+    """What an attempt did, as the local runner records it (status, attempt, fields, log)."""
+    step, c = a.step, a.claim
+    duration = round(now - a.started, 3)
+    exit_code = 128 - code if code < 0 else code
+    reason = ""
+    artifacts: dict[str, Any] = {}
+    if a.handing_back:
+        status = "interrupted"
+    elif a.timed_out:
+        status = "timeout"
+    elif code != 0:
+        status = "failed"
+    else:
+        artifacts = fp.artifact_records(step)
+        missing = [p for p, rec in artifacts.items() if rec is None]
+        if missing:
+            status, exit_code = "failed", MISSING_ARTIFACT_EXIT
+            reason = f"exited 0 but artifact missing: {', '.join(missing)}"
+            append_log(step.log or c.log, f"\nresumable: {reason}\n")
+        else:
+            status = "done"
+    log_file = step.log or c.log
+    attempt: dict[str, Any] = {
+        "n": c.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
+        "finishedAt": stamp(wall, ms=True), "exitCode": exit_code, "duration": duration,
+        "log": log_file, "host": host, "worker": worker_id,
+    }
+    if code < 0:
+        attempt["signal"] = -code
+    if reason:
+        attempt["reason"] = reason
+    fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code, "log": log_file}
+    if status == "done":
+        fields["fingerprint"] = a.fingerprint
+        fields["fingerprintHost"] = host
+        fields["artifacts"] = artifacts
+    note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
+    result = {"status": status, "note": note, "attempt": attempt, "fields": fields, "exit_code": exit_code,
+              "reason": reason or None, "log": read_log(log_file)}
+    return Outcome(a, result, duration, exit_code, RetryPolicy(step.retries, step.backoff, step.jitter))
+
+
+def fingerprint_differences(submitted: object, here: dict[str, Any]) -> list[str]:
+    """What differs between the fingerprint taken where the job was submitted and the one taken on
+    this host before the step starts (the step runs as it is here; the difference is said)."""
+    if not isinstance(submitted, dict):
+        return []
+    out = [f"{part} differs" for part in ("command", "env", "cwd") if submitted.get(part) != here.get(part)]
+    theirs = submitted.get("inputs") if isinstance(submitted.get("inputs"), dict) else {}
+    assert isinstance(theirs, dict)
+    for path, rec in here.get("inputs", {}).items():
+        old = theirs.get(path)
+        if (old or {}).get("sha256") != (rec or {}).get("sha256"):
+            out.append(f"input {'missing' if rec is None else 'differs'}: {path}")
+    return out
+
+
+class FailedSpawn:
+    """Stands in for a process that could not start (bad cwd, missing program): exit 127."""
+
+    pid = 0
+    pgid = 0
+    token: str | None = None
+
+    def __init__(self, message: str, log: str) -> None:
+        append_log(log, message)
+
+    def poll(self) -> int | None:
+        return 127
+
+    def terminate(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+    def leftovers(self) -> bool:
+        return False
+
+    def fileno(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def append_log(path: str, text: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError:
+        pass
+
+
+def read_log(path: str) -> bytes | None:
+    """The end of an attempt's log (at most LOG_LIMIT bytes), to store with the attempt."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        start = max(0, st.st_size - LOG_LIMIT)
+        data = os.pread(fd, LOG_LIMIT, start)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if start:
+        data = b"[resumable: the first %d bytes of this log were not stored]\n" % start + data
+    return data

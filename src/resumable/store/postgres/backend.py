@@ -1,0 +1,263 @@
+"""Runs in a PostgreSQL database, behind the ``Backend`` protocol (``store.backend``), plus what
+workers on many hosts need: submit (``jobs``), claim and renew (``claims``), complete and release
+(``outcomes``), and what they recorded (``reads``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from resumable.core.model import check_run_id
+from resumable.core.stamps import parse_stamp, stamp
+from resumable.errors import ResumableError
+from resumable.store.postgres import runstate, schema
+from resumable.store.postgres.db import Db
+from resumable.store.postgres.handle import PgRunHandle
+from resumable.store.values import GcResult, RunEntry
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import TypeVar
+
+    from resumable.store.postgres.claims import Claim, WorkerInfo
+    from resumable.store.postgres.db import Connection
+    from resumable.store.postgres.lease import PgRunnerLease
+    from resumable.store.postgres.listen import Listener
+
+    T = TypeVar("T")
+
+
+class PgBackend:
+    def __init__(self, url: str, *, patience: float = 0.0) -> None:
+        self.db = Db(url, patience=patience)
+        self._version: int | None = None
+        self._handles: dict[str, PgRunHandle] = {}
+
+    # -- the Backend protocol -------------------------------------------------------------------
+
+    @property
+    def description(self) -> str:
+        return f"PostgreSQL database {self.db.display}"
+
+    @property
+    def root(self) -> str:
+        return self.db.display
+
+    def open(self, run: str) -> PgRunHandle:
+        return PgRunHandle(self, check_run_id(run))
+
+    def list_runs(self) -> list[RunEntry]:
+        def ids(conn: Connection) -> list[tuple[str, Any]]:
+            return [(r[0], r[1]) for r in conn.execute(
+                "SELECT id, created_at FROM resumable_runs WHERE archived_at IS NULL AND seq > 0 ORDER BY id")]
+
+        entries = []
+        for run_id, created in self.read(ids, what="list the runs"):
+            handle = self.open(run_id)
+            try:
+                doc = handle.read()
+            except ResumableError as exc:
+                entries.append(RunEntry(run_id, handle.location, None, str(exc), stamp(created.timestamp())))
+                continue
+            key = next((v for v in (doc.get("updatedAt"), doc.get("createdAt")) if isinstance(v, str) and v), "")
+            entries.append(RunEntry(run_id, handle.location, doc, None, key or stamp(created.timestamp())))
+        entries.sort(key=lambda e: e.sort_key, reverse=True)  # stable: ties stay in id order
+        return entries
+
+    def gc(self, keep_days: float, *, now: float | None = None) -> GcResult:
+        import time
+
+        cutoff = (time.time() if now is None else now) - keep_days * 86400
+
+        def candidates(conn: Connection) -> list[str]:
+            return [r[0] for r in conn.execute(
+                "SELECT id FROM resumable_runs WHERE archived_at IS NULL AND status IN ('done', 'aborted')"
+                " ORDER BY id")]
+
+        moved = 0
+        for run_id in self.read(candidates, what="list finished runs"):
+            def archive(conn: Connection, run_id: str = run_id) -> bool:
+                row = runstate.find_row(conn, run_id, lock=True)
+                if row is None or row.status not in ("done", "aborted"):
+                    return False  # changed meanwhile: live again, or gone
+                state = runstate.load(conn, row.pk, f"{self.root}#{run_id}")
+                doc = state.doc or {}
+                updated = parse_stamp(doc.get("updatedAt"))
+                if updated is None:
+                    got = conn.execute("SELECT extract(epoch FROM changed_at) FROM resumable_runs WHERE pk = %s",
+                                       (row.pk,)).fetchone()
+                    updated = float(got[0]) if got else None
+                if updated is None or updated > cutoff:
+                    return False
+                conn.execute("UPDATE resumable_runs SET archived_at = now() WHERE pk = %s", (row.pk,))
+                return True
+
+            moved += self.write(archive, what=f"archive run {run_id}")
+
+        def forget_workers(conn: Connection) -> None:
+            conn.execute("DELETE FROM resumable_workers WHERE stopped_at < to_timestamp(%s)", (cutoff,))
+
+        self.write(forget_workers, what="forget stopped workers")
+        return GcResult(moved, f"{self.root} (archived runs)")
+
+    def delete(self, run: str) -> list[str]:
+        check_run_id(run)
+
+        def drop(conn: Connection) -> list[str]:
+            row = conn.execute(
+                "DELETE FROM resumable_runs WHERE id = %s AND archived_at IS NULL RETURNING seq", (run,)).fetchone()
+            return [f"run {run} ({row[0]} events) from {self.root}"] if row else []
+
+        removed = self.write(drop, what=f"delete run {run}")
+        logs = os.path.join(self.local_dir(), run)
+        if os.path.isdir(logs) and not os.path.islink(logs):
+            import shutil
+
+            shutil.rmtree(logs, ignore_errors=True)
+            removed.append(logs + "/")
+        return removed
+
+    def lease(self, run_id: str) -> PgRunnerLease:
+        from resumable.store.postgres.lease import PgRunnerLease
+
+        self.ready()
+        return PgRunnerLease(self.db, check_run_id(run_id))
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()
+        self.db.close()
+
+    # -- schema ---------------------------------------------------------------------------------
+
+    def ready(self) -> Db:
+        """The database, its schema checked (and brought up to date) once per process."""
+        if self._version is None:
+            self._version = schema.check(self.db)
+        return self.db
+
+    def upgrade(self) -> tuple[int | None, int]:
+        before, after = schema.upgrade(self.db)
+        self._version = after
+        return before, after
+
+    def schema_version(self) -> int | None:
+        """The database's schema version (None: resumable never used it); nothing is applied."""
+        return self.db.read(schema.current, what="read the schema version")
+
+    def schema_latest(self) -> int:
+        return schema.latest()
+
+    # -- plumbing for handles and the queue -----------------------------------------------------
+
+    def read(self, fn: Callable[[Connection], T], *, what: str, patience: float | None = None) -> T:
+        return self.ready().read(fn, what=what, patience=patience)
+
+    def write(self, fn: Callable[[Connection], T], *, what: str, probe: Callable[[Connection], bool] | None = None,
+              patience: float | None = None, pipeline: bool = False) -> T:
+        return self.ready().transact(fn, what=what, probe=probe, patience=patience, pipeline=pipeline)
+
+    def handle(self, run_id: str) -> PgRunHandle:
+        """A long-lived handle (its cached document kept between transactions), one per run."""
+        got = self._handles.get(run_id)
+        if got is None:
+            got = self._handles[run_id] = self.open(run_id)
+        return got
+
+    def listener(self, channels: Sequence[str]) -> Listener:
+        from resumable.store.postgres.listen import Listener
+
+        return Listener(self.ready(), channels)
+
+    def serve(self, *, patience: float) -> None:
+        """Become a long-lived process's backend: connections from a pool, and a server restart
+        ridden out for up to ``patience`` seconds instead of failing at once."""
+        self.db.patience = patience
+        self.db.use_pool()
+
+    def local_dir(self) -> str:
+        """This host's directory for the runs of this database (step logs before they are stored)."""
+        base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        import hashlib
+
+        tag = hashlib.sha256(self.db.display.encode()).hexdigest()[:12]
+        return os.path.join(base, "resumable", f"pg-{tag}")
+
+    # -- workers (imported on first use, never by a seed verb) ----------------------------------
+
+    def submit(self, run_id: str, **kw: Any) -> dict[str, Any]:
+        """Record a job as a run (``jobs.submit``)."""
+        from resumable.store.postgres import jobs
+
+        return jobs.submit(self, run_id, **kw)
+
+    def register(self, worker: WorkerInfo) -> None:
+        from resumable.store.postgres import claims
+
+        claims.register(self, worker)
+
+    def unregister(self, worker: WorkerInfo) -> None:
+        from resumable.store.postgres import claims
+
+        claims.unregister(self, worker)
+
+    def claim(self, worker: WorkerInfo, runs: Sequence[str] | None, limit: int, *, ttl: float,
+              log_path: Callable[[str, str, int], str]) -> tuple[list[Claim], float | None]:
+        """Ready steps under leases (``claims.claim``), and when to look again without a notification."""
+        from resumable.store.postgres import claims
+
+        return claims.claim(self, claims.Asked(worker, limit, ttl, log_path), runs)
+
+    def renew(self, worker: WorkerInfo, held: Sequence[Claim], ttl: float) -> list[Claim]:
+        from resumable.store.postgres import claims
+
+        return claims.renew(self, worker, held, ttl)
+
+    def complete(self, items: Sequence[tuple[Claim, Mapping[str, Any], Callable[[int], float | None]]], *,
+                 more: int = 0, worker: WorkerInfo | None = None, ttl: float = 0.0,
+                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[list[bool], list[Claim]]:
+        """Record outcomes of one run's attempts if their claims hold (``outcomes.complete``),
+        claiming up to ``more`` ready steps of the run in the same transaction."""
+        from resumable.store.postgres import claims, outcomes
+
+        asked = claims.Asked(worker, more, ttl, log_path) if more and worker and log_path else None
+        return outcomes.complete(self, items, asked)
+
+    def release(self, claim: Claim, reason: str, **kw: Any) -> bool:
+        from resumable.store.postgres import outcomes
+
+        return outcomes.release(self, claim, reason, **kw)
+
+    def run_states(self, runs: Sequence[str]) -> dict[str, str | None]:
+        from resumable.store.postgres import reads
+
+        return reads.run_states(self, runs)
+
+    def step_summary(self, run_id: str) -> str:
+        from resumable.store.postgres import reads
+
+        return reads.step_summary(self, run_id)
+
+    def attempts(self, run_id: str, step: str | None = None) -> list[dict[str, Any]]:
+        from resumable.store.postgres import reads
+
+        return reads.attempts(self, run_id, step)
+
+    def attempt_log(self, run_id: str, step: str, n: int | None = None) -> tuple[int, bytes | None] | None:
+        from resumable.store.postgres import reads
+
+        return reads.attempt_log(self, run_id, step, n)
+
+    def work_listener(self) -> Listener:
+        """A ``LISTEN`` on the channel workers wait on (a step may have become claimable)."""
+        from resumable.store.postgres.claims import WORK
+
+        return self.listener([WORK])
+
+    def worker_info(self, worker_id: str) -> WorkerInfo:
+        from resumable.store.postgres.claims import WorkerInfo
+        from resumable.store.postgres.db import host_name
+
+        return WorkerInfo(worker_id, host_name(), os.getpid())

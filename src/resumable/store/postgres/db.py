@@ -1,0 +1,248 @@
+"""Connections to the database: the one place that opens them, runs transactions, rides out a
+server restart, and turns the driver's errors into resumable's one-line errors.
+
+A transaction is a function of a connection, run by ``Db.transact``. It is retried, from the
+start, when the server aborted it (a deadlock or serialization failure: nothing was written) and,
+after reconnecting, when the connection was lost before ``COMMIT`` was sent. A connection lost
+*during* ``COMMIT`` leaves the outcome unknown: the caller's ``probe`` asks the database whether
+the transaction's writes are there, so nothing is applied twice; without a probe the error says
+the write may or may not have been saved, as the file store says of a failed rollback.
+
+``patience`` is how long to keep reconnecting before giving up with one line: a command a person
+typed gives up at once, a worker waits for the server to come back (a restart, a failover).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import time
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors as pgerrors
+
+from resumable.errors import StoreError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from psycopg_pool import ConnectionPool
+
+T = TypeVar("T")
+
+# The driver and its pool log a broken connection as they discard it; resumable says what matters in
+# its own one-line messages, so their records go nowhere (not to the last-resort stderr handler).
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
+Connection = psycopg.Connection[Any]
+
+# Aborted by the server with nothing written: run the transaction again.
+_RETRY_AT_ONCE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
+_CONNECT_TIMEOUT = 10
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and listings."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "the database"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0].strip()
+
+
+def host_name() -> str:
+    return socket.gethostname()
+
+
+class LostConnection(StoreError):
+    """The connection to the server was lost and could not be made again within the patience."""
+
+
+class Db:
+    """Connections to one database for one process (not thread-safe)."""
+
+    def __init__(self, url: str, *, patience: float = 0.0) -> None:
+        self.url = url
+        self.display = redact(url)
+        self.patience = patience
+        self._conn: Connection | None = None
+        self._pool: ConnectionPool | None = None
+        self.pid = os.getpid()
+
+    # -- connections ----------------------------------------------------------------------------
+
+    def connect(self, *, autocommit: bool = False) -> Connection:
+        """A new connection of its own (LISTEN, advisory locks), or a one-line StoreError."""
+        try:
+            return psycopg.connect(self.url, autocommit=autocommit, connect_timeout=_CONNECT_TIMEOUT,
+                                   application_name="resumable")
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {self.display}: {first_line(exc)} — is the server"
+                             " running? check --store / RESUMABLE_STORE") from exc
+
+    def use_pool(self, size: int = 2) -> None:
+        """Hand out connections from a psycopg_pool pool from now on: a long-lived process (a
+        worker) gets a connection broken by a server restart replaced in the background."""
+        if self._pool is not None:
+            return
+        from psycopg_pool import ConnectionPool
+
+        self._drop_single()
+        self._pool = ConnectionPool(
+            self.url, min_size=1, max_size=max(1, size), open=False, name="resumable",
+            kwargs={"autocommit": False, "connect_timeout": _CONNECT_TIMEOUT, "application_name": "resumable"},
+            reconnect_timeout=max(self.patience, 1.0))
+        self._pool.open(wait=False)
+
+    def _get(self, patience: float) -> Connection:
+        if self._pool is not None:
+            from psycopg_pool import PoolTimeout
+
+            wait = max(patience, 1.0)
+            try:
+                return self._pool.getconn(timeout=wait)
+            except PoolTimeout as exc:
+                raise LostConnection(f"cannot connect to {self.display}: no connection within"
+                                     f" {wait:g}s — is the server running?") from exc
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._drop_single()
+            self._conn = self.connect()
+        return self._conn
+
+    def _put(self, conn: Connection) -> None:
+        if self._pool is not None:
+            self._pool.putconn(conn)
+
+    def _drop_single(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except psycopg.Error:
+                pass
+            self._conn = None
+
+    def close(self) -> None:
+        if os.getpid() != self.pid:
+            return  # a forked child must not close its parent's sockets
+        self._drop_single()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def transact(self, fn: Callable[[Connection], T], *, what: str,
+                 probe: Callable[[Connection], bool] | None = None, patience: float | None = None,
+                 pipeline: bool = False) -> T:
+        """Run ``fn(conn)`` in a transaction and commit it; see the module docstring for retries.
+        ``fn`` must be safe to run again from the start (it is, when a retry happens, as if it
+        had never run: the server rolled it back). ``patience`` overrides the Db's for this call
+        (a heartbeat gives up at once and tries again at the next beat). ``pipeline``: statements
+        whose results ``fn`` does not read at once travel together, the last with the COMMIT (one
+        round trip less per statement; ``fn`` must not COPY)."""
+        patience = self.patience if patience is None else patience
+        deadline = time.monotonic() + patience
+        pause = 0.05
+        while True:
+            try:
+                conn = self._get(patience)
+            except StoreError:
+                if time.monotonic() >= deadline:
+                    raise
+                pause = _sleep(pause)
+                continue
+            committing = False
+            try:
+                with conn.pipeline() if pipeline else nullcontext():
+                    result = fn(conn)
+                    committing = True
+                    conn.commit()
+                return result
+            except _RETRY_AT_ONCE:
+                _rollback(conn)
+                time.sleep(random.uniform(0, 0.01))
+                continue
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if not (conn.closed or conn.broken):
+                    _rollback(conn)
+                    raise StoreError(f"{self.display}: {what}: {first_line(exc)}") from exc
+                lost = exc
+            except psycopg.Error as exc:
+                _rollback(conn)
+                raise StoreError(f"{self.display}: {what}: {first_line(exc)}") from exc
+            except BaseException:
+                _rollback(conn)
+                raise
+            finally:
+                self._put(conn)
+            # The connection is gone. Reconnect (within the patience) and find out what happened.
+            self._drop_single()
+            if time.monotonic() >= deadline:
+                raise LostConnection(
+                    f"lost the connection to {self.display} while trying to {what}: {first_line(lost)}"
+                    + (" — the write may or may not have been saved" if committing and probe is None else ""))
+            if committing:
+                if probe is None:
+                    raise LostConnection(f"lost the connection to {self.display} while committing ({what}):"
+                                         " the write may or may not have been saved")
+                if self._probe(probe, max(deadline, time.monotonic() + 5.0), patience):
+                    return result
+            pause = _sleep(pause)
+
+    def _probe(self, probe: Callable[[Connection], bool], deadline: float, patience: float) -> bool:
+        """Whether an ambiguous commit happened, asked on a fresh connection (waits for one)."""
+        pause = 0.05
+        while True:
+            try:
+                conn = self._get(patience)
+            except StoreError:
+                if time.monotonic() >= deadline:
+                    raise
+                pause = _sleep(pause)
+                continue
+            try:
+                answer = probe(conn)
+                conn.rollback()
+                return answer
+            except (psycopg.OperationalError, psycopg.InterfaceError):
+                self._drop_single()
+                if time.monotonic() >= deadline:
+                    raise LostConnection(f"lost the connection to {self.display} and could not learn"
+                                         " whether the last write was saved") from None
+                pause = _sleep(pause)
+            finally:
+                self._put(conn)
+
+    def read(self, fn: Callable[[Connection], T], *, what: str, patience: float | None = None) -> T:
+        """A read-only transaction (retried like any other; there is nothing to commit)."""
+        return self.transact(fn, what=what, patience=patience)
+
+
+def _rollback(conn: Connection) -> None:
+    if conn.closed or conn.broken:
+        return
+    try:
+        conn.rollback()
+    except psycopg.Error:
+        pass
+
+
+def _sleep(pause: float) -> float:
+    time.sleep(pause * random.uniform(0.5, 1.0))
+    return min(pause * 2, 2.0)

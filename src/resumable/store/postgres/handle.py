@@ -1,0 +1,255 @@
+"""A run in PostgreSQL, behind the ``RunHandle`` protocol (``store.backend``)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from resumable.core.stamps import stamp
+from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError, StoreError
+from resumable.store.postgres import runstate
+from resumable.store.postgres.runstate import RunState, RunWriter
+from resumable.store.values import Record
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Iterator, Sequence
+
+    from resumable.store.postgres.backend import PgBackend
+    from resumable.store.postgres.db import Connection
+    from resumable.store.postgres.listen import Listener
+
+_HEX = frozenset("0123456789abcdef")
+COALESCE = 0.25  # seconds: the shortest spacing of changes reported to a watcher
+
+
+class PgRunHandle:
+    def __init__(self, backend: PgBackend, run_id: str) -> None:
+        self.backend = backend
+        self._run_id = run_id
+        self.state: RunState | None = None
+        self._listener: Listener | None = None
+        self._last_change = 0.0
+
+    @property
+    def run_id(self) -> str:
+        return self._run_id
+
+    @property
+    def location(self) -> str:
+        return f"{self.backend.root}#{self._run_id}"
+
+    @property
+    def warning(self) -> str | None:
+        return None
+
+    def missing(self) -> NoRunError:
+        return NoRunError(f"cannot read run {self._run_id} from {self.backend.root}: no such run — create it"
+                          " with `resumable init`")
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        def look(conn: Connection) -> bool:
+            row = runstate.find_row(conn, self._run_id, lock=False)
+            return row is not None and row.seq > 0
+
+        return self.backend.read(look, what=f"look for run {self._run_id}")
+
+    def load(self) -> dict[str, Any] | None:
+        def catch_up(conn: Connection) -> RunState | None:
+            row = runstate.find_row(conn, self._run_id, lock=False)
+            if row is None or row.seq == 0:
+                return None
+            return runstate.current(conn, row, self.state, self.location)
+
+        try:
+            self.state = self.backend.read(catch_up, what=f"read run {self._run_id}")
+        except BaseException:
+            self.state = None  # a replay that stopped half way leaves a half-built document
+            raise
+        return self.state.doc if self.state is not None else None
+
+    def read(self) -> dict[str, Any]:
+        doc = self.load()
+        if doc is None:
+            raise self.missing()
+        return doc
+
+    def history(self, since: int = 0) -> Iterator[Record]:
+        db = self.backend.ready()
+        conn = db.connect()
+        try:
+            row = runstate.find_row(conn, self._run_id, lock=False)
+            if row is None:
+                return
+            for seq, body in runstate.iter_history(conn, row.pk, since, self.location):
+                yield Record(seq, runstate.decode_event(body, seq, self.location), runstate.record_line(seq, body))
+        except StoreError:
+            raise
+        except Exception as exc:
+            from resumable.store.postgres.db import first_line
+
+            raise StoreError(f"{self.backend.root}: cannot read the history of {self._run_id}:"
+                             f" {first_line(exc)}") from exc
+        finally:
+            conn.close()
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+        if not events:
+            return []
+        init = events[0].get("t") == "init"
+        if init and len(events) > 1:
+            raise InvalidInputError("an init event must be committed on its own")
+        for event in events:
+            if not isinstance(event.get("at"), str):
+                event["at"] = stamp()
+            runstate.encode_event(event)  # refused before anything is sent
+
+        def body(w: RunWriter) -> list[Any]:
+            return w.apply(events)
+
+        out: list[Any] = self.write(body, init=init, what=f"write run {self._run_id}")
+        return out
+
+    def write(self, body: Callable[[RunWriter], Any], *, init: bool = False, create: bool = False,
+              what: str, patience: float | None = None, also: Callable[[Connection], Any] | None = None) -> Any:
+        """Run ``body`` on a ``RunWriter`` holding the run's row lock, store what it staged, commit.
+        The cached document survives only a transaction that committed. ``init``/``create``: see
+        ``writer``; ``also``: statements sent with the lock, their result in ``prefetched``."""
+        holder: list[RunWriter] = []
+        tries = [0]
+
+        def txn(conn: Connection) -> Any:
+            tries[0] += 1
+            if tries[0] > 1:
+                self.state = None  # an earlier try may have changed the cached document
+            writer = self.writer(conn, init=init, create=create, also=also)
+            holder[:] = [writer]
+            out = body(writer)
+            writer.save()
+            return out
+
+        def probe(conn: Connection) -> bool:
+            return bool(holder) and holder[0].saved(conn)
+
+        try:
+            out = self.backend.write(txn, what=what, probe=probe, patience=patience, pipeline=True)
+        except BaseException:
+            if holder and (holder[0].applied or holder[0].bodies):
+                self.state = None
+            raise
+        if holder:
+            self.state = holder[0].state
+        return out
+
+    def writer(self, conn: Connection, *, init: bool = False, create: bool = False,
+               also: Callable[[Connection], Any] | None = None) -> RunWriter:
+        """A writer for this run inside the caller's transaction: the row locked, the document
+        caught up. ``init`` starts the run: a row of its own, archiving a finished run (refused over
+        a live one); ``create`` makes the row only if there is none (the writer's document is then
+        None: the caller commits the init)."""
+        if init or create:
+            conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) ON CONFLICT (id) WHERE archived_at IS NULL"
+                         " DO NOTHING", (self._run_id,))
+        row, caught_up, extra = runstate.lock_and_catch_up(conn, self._run_id, self.state, self.location, also)
+        if row is None or (row.seq == 0 and not (init or create)):
+            raise self.missing()
+        state = caught_up if caught_up is not None else RunState(row.pk, 0, None)
+        self.state = state
+        if init and state.doc is not None:
+            from resumable.core.model import LIVE_RUN_STATES
+
+            # Refused here (a live run) before anything changes; a finished run is archived and the
+            # new run gets a row of its own, so its history starts afresh, as a new journal does.
+            status = state.doc.get("status")
+            if isinstance(status, str) and status in LIVE_RUN_STATES:
+                raise RefusedError(f"{self.location} is a LIVE checkpoint (status={status}). Resume it — do"
+                                   " not re-init. Finalize it first if it is really over.")
+            conn.execute("UPDATE resumable_runs SET archived_at = now() WHERE pk = %s", (row.pk,))
+            got = conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) RETURNING pk", (self._run_id,)).fetchone()
+            assert got is not None
+            row = runstate.find_row(conn, self._run_id, lock=True)
+            assert row is not None
+            state = self.state = RunState(row.pk, 0, None)
+        writer = RunWriter(conn, row, state, self._run_id, self.location)
+        writer.prefetched = extra
+        return writer
+
+    def flush(self) -> None:
+        pass  # the database is the view: nothing is derived outside it
+
+    # -- changes --------------------------------------------------------------------------------
+
+    def change_token(self) -> Hashable:
+        def token(conn: Connection) -> Hashable:
+            row = runstate.find_row(conn, self._run_id, lock=False)
+            return None if row is None else (row.pk, row.seq)
+
+        return self.backend.read(token, what=f"read run {self._run_id}")
+
+    def wait_for_change(self, token: Hashable, timeout: float) -> Hashable:
+        """Block on ``LISTEN`` until a commit to this run is announced (or ``timeout``). Changes
+        are reported at most every ``COALESCE`` seconds: a busy run commits hundreds of times a
+        second, and a watcher redrawing on each would only burn the CPU the workers need."""
+        if self._listener is None:
+            self._listener = self.backend.listener([runstate.CHANGED])
+        deadline = time.monotonic() + timeout
+        while True:
+            current = self.change_token()  # read after LISTEN is in place: no change slips between
+            now = time.monotonic()
+            left = deadline - now
+            if current != token or left <= 0:
+                if current != token and now < self._last_change + COALESCE and left > 0:
+                    time.sleep(min(self._last_change + COALESCE - now, left))
+                    current = self.change_token()
+                self._last_change = time.monotonic()
+                return current
+            self._listener.wait(left, want=self._run_id)
+
+    # -- logs and blobs -------------------------------------------------------------------------
+
+    def log_dir(self) -> str:
+        return os.path.join(self.backend.local_dir(), self._run_id, "logs")
+
+    def put_blob(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        ref = f"sha256:{digest}"
+
+        def put(conn: Connection) -> None:
+            row = runstate.find_row(conn, self._run_id, lock=False)
+            if row is None:
+                raise self.missing()
+            conn.execute("INSERT INTO resumable_blobs (run_pk, ref, data) VALUES (%s, %s, %s)"
+                         " ON CONFLICT DO NOTHING", (row.pk, ref, data))
+
+        self.backend.write(put, what=f"store a value of {len(data)} bytes for run {self._run_id}")
+        return ref
+
+    def get_blob(self, ref: str) -> bytes:
+        kind, _, digest = ref.partition(":")
+        if kind != "sha256" or len(digest) != 64 or not _HEX.issuperset(digest):
+            raise InvalidInputError(f"not a blob reference: {ref[:80]!r} (expected sha256:<64 hex>)")
+
+        def get(conn: Connection) -> bytes | None:
+            row = conn.execute(
+                "SELECT b.data FROM resumable_blobs b JOIN resumable_runs r ON r.pk = b.run_pk"
+                " WHERE r.id = %s AND r.archived_at IS NULL AND b.ref = %s", (self._run_id, ref)).fetchone()
+            return bytes(row[0]) if row is not None else None
+
+        data = self.backend.read(get, what=f"read a stored value of run {self._run_id}")
+        if data is None:
+            raise CorruptRunError(f"{self.location}: stored value {ref} is missing: re-run the step that"
+                                  " produced it")
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise CorruptRunError(f"{self.location}: stored value {ref} is damaged (its content no longer"
+                                  " matches its hash): re-run the step that produced it")
+        return data
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None

@@ -1,0 +1,88 @@
+"""Submitting a job: its steps, fingerprints and needs recorded as a run, for workers to claim."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from resumable.core import verbs
+from resumable.core.model import unit_status, units_of
+from resumable.core.stamps import stamp
+from resumable.store.postgres import conclude
+from resumable.store.postgres.claims import last_attempt, notify
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from resumable.store.postgres.backend import PgBackend
+    from resumable.store.postgres.runstate import RunWriter
+
+
+def submit(backend: PgBackend, run_id: str, *, task: str, launch: dict[str, Any],
+           steps: Sequence[Mapping[str, Any]], plan: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+           options: Mapping[str, Any]) -> dict[str, Any]:
+    """Record a job as a run: its steps (``{"id", "needs", "spec", "command"}``, in the job's
+    order), which of them run (``plan(units)`` -> ``{step: decision}`` with ``run``, ``reason``,
+    ``invalidate``, decided on the document under the row lock) and the run's options. Submitting
+    the same job again is a resume: done steps stay skipped, steps a live worker holds keep their
+    claim, and nothing is recorded twice. Returns ``{"run", "skip", "run_steps", "concluded"}``."""
+    handle = backend.handle(run_id)
+
+    def txn(w: RunWriter) -> dict[str, Any]:
+        conn = w.conn
+        if w.state.doc is None:
+            w.apply([verbs.init(task, run_id, units=[s["id"] for s in steps], launch=launch)])
+        w.apply([verbs.begin(launch)])
+        old = {r[0]: r[1:] for r in conn.execute(
+            "SELECT step, epoch, attempt, state, worker, lease_expires, lease_expires > now()"
+            " FROM resumable_steps WHERE run_pk = %s FOR UPDATE", (w.row.pk,))}
+        live = {sid for sid, r in old.items() if r[2] == "running" and r[5]}
+        units = units_of(w.doc)
+        at = stamp(time.time(), ms=True)
+        for sid, unit in list(units.items()):
+            # A unit left in_progress by a worker whose claim is gone: its attempt ends interrupted.
+            if sid not in live and unit_status(unit) == "in_progress":
+                n = last_attempt(unit)
+                att = {"n": n, "status": "interrupted", "finishedAt": at} if n > 0 else None
+                w.apply([verbs.unit(sid, "interrupted", note="its worker stopped during this step", attempt=att)])
+        units = units_of(w.doc)
+        decisions = plan(units)
+        runs = {s["id"] for s in steps if decisions[s["id"]]["run"] or s["id"] in live}
+        rows = []
+        for order, s in enumerate(steps):
+            sid = s["id"]
+            d = decisions[sid]
+            if sid not in live:
+                if d.get("invalidate"):
+                    w.apply([verbs.invalidate(sid, d["reason"])])
+                elif sid not in units:
+                    w.apply([verbs.unit(sid, "pending", deps=list(s["needs"]), fields={"command": s["command"]})])
+            prev = old.get(sid)
+            epoch, attempt = (int(prev[0]), int(prev[1])) if prev else (0, 0)
+            attempt = max(attempt, last_attempt(units.get(sid)))
+            remaining = sum(1 for n in s["needs"] if n in runs)
+            if sid in live:
+                assert prev is not None
+                rows.append((w.row.pk, sid, order, s["spec"], list(s["needs"]), remaining, "running", epoch, attempt,
+                             prev[3], prev[4]))
+            else:
+                state = "pending" if sid in runs else "skipped"
+                rows.append((w.row.pk, sid, order, s["spec"], list(s["needs"]), remaining, state, epoch, attempt,
+                             None, None))
+        conn.execute("DELETE FROM resumable_steps WHERE run_pk = %s", (w.row.pk,))
+        from psycopg.types.json import Jsonb
+
+        conn.cursor().executemany(
+            "INSERT INTO resumable_steps (run_pk, step, ord, spec, needs, remaining, state, epoch, attempt, worker,"
+            " lease_expires) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [(*r[:3], Jsonb(r[3]), *r[4:]) for r in rows])
+        open_steps = sum(1 for r in rows if r[6] in ("pending", "running"))
+        conn.execute("UPDATE resumable_runs SET job = %s, stopping = false, open_steps = %s WHERE pk = %s",
+                     (Jsonb(dict(options)), open_steps, w.row.pk))
+        w.row.job, w.row.stopping, w.row.open_steps, w.open_delta = dict(options), False, open_steps, 0
+        concluded = conclude.conclude(w)
+        notify(conn, run_id)
+        return {"run": run_id, "run_steps": sorted(runs), "skip": len(steps) - len(runs), "concluded": concluded}
+
+    out: dict[str, Any] = handle.write(txn, create=True, what=f"submit run {run_id}")
+    return out

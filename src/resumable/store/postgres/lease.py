@@ -1,0 +1,111 @@
+"""The runner lease of the PostgreSQL store: a session advisory lock on a connection of its own.
+
+The server releases the lock when that connection ends, however the holder ends (SIGKILL, a lost
+host): nothing is taken over on a timer. The holder's description (pid, host, start) is a row of
+``resumable_runner_leases``, information for the refusal message, never an instruction.
+
+Steps of a PostgreSQL-stored run are run by workers, which are not runners: their process groups
+are tracked by their own leases, per step. This lease is what ``resumable run --reset`` holds,
+and it is refused while a worker holds an unexpired claim on the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from resumable.core.stamps import stamp
+from resumable.errors import RefusedError
+from resumable.store.postgres.db import host_name
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from resumable.store.postgres.db import Connection, Db
+    from resumable.store.values import LeftoverGroup
+
+
+def lock_key(run_id: str) -> int:
+    """A signed 64-bit advisory lock key for a run id."""
+    return int.from_bytes(hashlib.sha256(b"resumable-runner:" + run_id.encode()).digest()[:8], "big", signed=True)
+
+
+class PgRunnerLease:
+    def __init__(self, db: Db, run_id: str) -> None:
+        self.db = db
+        self.run_id = run_id
+        self.conn: Connection | None = None
+        self._secret = secrets.token_hex(16)
+
+    @property
+    def secret(self) -> str:
+        return self._secret
+
+    def acquire(self) -> None:
+        conn = self.db.connect(autocommit=True)
+        try:
+            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(self.run_id),)).fetchone()
+            if not got or not got[0]:
+                holder = self._holder_row(conn) or {}
+                raise RefusedError(
+                    f"run {self.run_id!r} is already being run by pid {holder.get('pid', '?')} on"
+                    f" {holder.get('host', '?')}, started {holder.get('startedAt', '?')}; wait for it to"
+                    " finish or stop it")
+            claims = conn.execute(
+                "SELECT count(*), string_agg(DISTINCT a.host, ', ') FROM resumable_steps s JOIN resumable_runs r"
+                " ON r.pk = s.run_pk LEFT JOIN resumable_attempts a ON a.run_pk = s.run_pk AND a.step = s.step"
+                " AND a.n = s.attempt WHERE r.id = %s AND r.archived_at IS NULL AND s.state = 'running'"
+                " AND s.lease_expires > now()", (self.run_id,)).fetchone()
+            if claims and claims[0]:
+                raise RefusedError(
+                    f"run {self.run_id!r} has {claims[0]} step(s) running on workers ({claims[1] or '?'});"
+                    " stop those workers (SIGTERM hands their steps back) and try again")
+            conn.execute(
+                "INSERT INTO resumable_runner_leases (run_id, pid, host, started_at) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host,"
+                " started_at = excluded.started_at", (self.run_id, os.getpid(), host_name(), stamp()))
+        except BaseException:
+            conn.close()
+            raise
+        self.conn = conn
+
+    def _holder_row(self, conn: Connection) -> dict[str, Any] | None:
+        row = conn.execute("SELECT pid, host, started_at FROM resumable_runner_leases WHERE run_id = %s",
+                           (self.run_id,)).fetchone()
+        return {"pid": row[0], "host": row[1], "startedAt": row[2]} if row else None
+
+    def holder(self) -> dict[str, Any] | None:
+        conn = self.db.connect(autocommit=True)
+        try:
+            key = lock_key(self.run_id)
+            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if got and got[0]:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                return None
+            return self._holder_row(conn) or {"pid": "?"}
+        finally:
+            conn.close()
+
+    def leftovers(self) -> list[LeftoverGroup]:
+        return []  # steps run on workers, which hand their own steps back (see the module docstring)
+
+    def reaped(self, groups: Sequence[LeftoverGroup]) -> None:
+        pass
+
+    def track(self, group: LeftoverGroup) -> None:
+        pass
+
+    def untrack(self, pgid: int) -> None:
+        pass
+
+    def release(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.execute("DELETE FROM resumable_runner_leases WHERE run_id = %s AND pid = %s",
+                                  (self.run_id, os.getpid()))
+            except Exception:
+                pass
+            self.conn.close()  # ending the session releases the advisory lock
+            self.conn = None

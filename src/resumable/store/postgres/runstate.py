@@ -1,0 +1,272 @@
+"""A run's document in PostgreSQL: loading it, catching up, and the write path (``RunWriter``).
+
+The history (``resumable_events``) is the source of truth; the document is the latest snapshot
+plus the events after it, replayed with ``core.events.apply``, so both stores build a document
+the same way. A process keeps the document between writes (``RunState``) and only reads the events
+other processes appended since, so a write costs the same at 10 or 100,000 units.
+
+Every write holds the run's row lock (``SELECT ... FOR UPDATE`` on its ``resumable_runs`` row)
+from reading the latest sequence number to committing its events: writers on any number of hosts
+queue on the lock and each applies its events to the latest document, so the checkpoint rules of
+``apply`` (no demotion of done, finalize refusals) see every earlier write. A row lock rather than
+serializable transactions because every write of a run touches the same row: under serializable
+isolation concurrent writers of one run would nearly all fail and retry (16 writers: most of each
+round's work thrown away), while the lock queues them and each does its work once.
+"""
+
+from __future__ import annotations
+
+import secrets
+import zlib
+from typing import TYPE_CHECKING, Any
+
+from resumable.core import jsonio
+from resumable.core.events import apply
+from resumable.core.model import shape_problem
+from resumable.core.stamps import stamp
+from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from resumable.store.postgres.db import Connection
+
+CHANGED = "resumable_changed"  # NOTIFY channel: payload = run id, on every commit
+RECORD_FORMAT = 1  # the journal's record format: `log --json` prints the same lines in both stores
+_RESERVED = frozenset({"v", "seq", "crc"})
+# Refresh the stored snapshot once the events after it hold this share of its size (and at least
+# this many bytes): loading stays snapshot + a bounded tail, snapshot bytes stay O(history).
+SNAPSHOT_MIN_TAIL = 16 * 1024
+
+
+class RunState:
+    """A run's document as this process knows it: its row, the last event applied, the document."""
+
+    __slots__ = ("doc", "pk", "seq")
+
+    def __init__(self, pk: int, seq: int, doc: dict[str, Any] | None) -> None:
+        self.pk = pk
+        self.seq = seq
+        self.doc = doc
+
+
+class RunRow:
+    __slots__ = ("job", "open_steps", "pk", "seq", "snap_bytes", "status", "stopping", "tail_bytes")
+
+    def __init__(self, row: Sequence[Any]) -> None:
+        (self.pk, self.seq, self.status, self.job, self.stopping, self.snap_bytes, self.tail_bytes,
+         self.open_steps) = row
+
+
+_ROW = "SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes, open_steps FROM resumable_runs"
+
+
+def encode_event(event: dict[str, Any]) -> str:
+    if _RESERVED.intersection(event):
+        raise InvalidInputError(f"an event may not carry the keys {', '.join(sorted(_RESERVED))}")
+    try:
+        return jsonio.dumps(event).decode("utf-8")
+    except (ValueError, TypeError) as exc:
+        raise InvalidInputError(f"value cannot be stored as JSON: {exc}") from exc
+
+
+def decode_event(body: str, seq: int, where: str) -> dict[str, Any]:
+    try:
+        event = jsonio.loads(body.encode("utf-8"))
+    except ValueError as exc:
+        raise CorruptRunError(f"{where}: event {seq} cannot be read ({exc})") from exc
+    if not isinstance(event, dict):
+        raise CorruptRunError(f"{where}: event {seq} is not an object")
+    version = event.get("v")
+    if isinstance(version, int) and version > RECORD_FORMAT:
+        raise NewerFormatError(f"{where}: event {seq} was written by a newer resumable (format {version});"
+                               " upgrade resumable")
+    return event
+
+
+def record_line(seq: int, body: str) -> str:
+    """The event as a journal line (``{"v":1,"seq":N,...,"crc":"..."}``), for ``log --json``."""
+    head = f'{{"v":{RECORD_FORMAT},"seq":{seq},'.encode() + body.encode("utf-8")[1:-1]
+    return (head + b',"crc":"%08x"}' % zlib.crc32(head)).decode("utf-8")
+
+
+def find_row(conn: Connection, run_id: str, *, lock: bool) -> RunRow | None:
+    query = _ROW + " WHERE id = %s AND archived_at IS NULL" + (" FOR UPDATE" if lock else "")
+    row = conn.execute(query, (run_id,)).fetchone()
+    return RunRow(row) if row is not None else None
+
+
+def _replay(conn: Connection, state: RunState, where: str) -> None:
+    rows = conn.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
+                        (state.pk, state.seq))
+    doc = state.doc
+    for seq, body in rows:
+        if seq != state.seq + 1:
+            raise CorruptRunError(f"{where}: the history jumps from event {state.seq} to {seq}")
+        doc, _ = apply(doc, decode_event(body, seq, where))
+        state.seq = seq
+        state.doc = doc
+
+
+def load(conn: Connection, pk: int, where: str) -> RunState:
+    """The run's document from its latest snapshot and the events after it."""
+    snap = conn.execute("SELECT seq, doc FROM resumable_snapshots WHERE run_pk = %s", (pk,)).fetchone()
+    state = RunState(pk, 0, None)
+    if snap is not None:
+        try:
+            doc = jsonio.loads(snap[1].encode("utf-8"))
+        except ValueError as exc:
+            raise CorruptRunError(f"{where}: the stored snapshot cannot be read ({exc})") from exc
+        state.seq, state.doc = int(snap[0]), doc
+    _replay(conn, state, where)
+    return state
+
+
+def current(conn: Connection, row: RunRow, state: RunState | None, where: str) -> RunState:
+    """``state`` brought up to ``row`` (catching up on the events since), or loaded afresh."""
+    if state is None or state.pk != row.pk or state.seq > row.seq:
+        return load(conn, row.pk, where)
+    if state.seq < row.seq:
+        _replay(conn, state, where)
+    return state
+
+
+def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None, where: str,
+                      also: Callable[[Connection], Any] | None = None
+                      ) -> tuple[RunRow | None, RunState | None, Any]:
+    """The run's row, locked, and the document caught up to it. The events after the cached
+    sequence number, and ``also``'s statements (step rows the caller will need), are asked for in
+    the same round trip as the lock: in pipeline mode the statements travel together, and each
+    runs after the one before it, so after the lock is held. Returns (row, state, ``also``'s result)."""
+    rows = conn.execute(_ROW + " WHERE id = %s AND archived_at IS NULL FOR UPDATE", (run_id,))
+    tail = None
+    if state is not None:
+        tail = conn.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
+                            (state.pk, state.seq))
+    extra = also(conn) if also is not None else None
+    got = rows.fetchone()
+    if got is None:
+        return None, None, extra
+    row = RunRow(got)
+    if row.seq == 0:
+        return row, None, extra
+    if tail is None or state is None or state.pk != row.pk or state.seq > row.seq:
+        return row, load(conn, row.pk, where), extra
+    doc = state.doc
+    for seq, body in tail.fetchall():
+        if seq != state.seq + 1:
+            raise CorruptRunError(f"{where}: the history jumps from event {state.seq} to {seq}")
+        doc, _ = apply(doc, decode_event(body, seq, where))
+        state.seq = seq
+        state.doc = doc
+    return row, state, extra
+
+
+class RunWriter:
+    """The events of one transaction on one run, applied to its document under the row lock."""
+
+    def __init__(self, conn: Connection, row: RunRow, state: RunState, run_id: str, where: str) -> None:
+        self.conn = conn
+        self.row = row
+        self.state = state
+        self.run_id = run_id
+        self.where = where
+        self.tx = secrets.token_hex(8)
+        self.first_seq = row.seq + 1
+        self.bodies: list[str] = []
+        self.applied = False  # the cached document changed: forget it if the transaction fails
+        self.force_snapshot = False
+        self.open_delta = 0  # steps that left (or entered) pending/running in this transaction
+        self.prefetched: Any = None  # what ``also`` asked for with the lock
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        return self.state.doc or {}
+
+    def apply(self, events: Sequence[dict[str, Any]]) -> list[Any]:
+        """Apply ``events`` in order; a refusal or bad input raises before anything is stored."""
+        outputs = []
+        if self.state.doc is not None and events and events[0].get("t") != "init":
+            problem = shape_problem(self.state.doc)
+            if problem is not None:
+                raise InvalidInputError(f"{self.where}: {problem} — fix the document (or delete the run"
+                                        " and init afresh); nothing was written")
+        for event in events:
+            if not isinstance(event.get("at"), str):
+                event["at"] = stamp()
+            body = encode_event(event)
+            doc, out = apply(self.state.doc, event)
+            self.applied = True
+            self.state.doc = doc
+            self.bodies.append(body)
+            outputs.append(out)
+            if event.get("t") in ("finalize", "base"):
+                self.force_snapshot = True
+        return outputs
+
+    def save(self) -> None:
+        """Store the staged events and move the run's row on, in one statement (inside the
+        caller's transaction; in pipeline mode it travels with the COMMIT)."""
+        if not self.bodies:
+            if self.open_delta:
+                self.conn.execute("UPDATE resumable_runs SET open_steps = open_steps + %s WHERE pk = %s",
+                                  (self.open_delta, self.row.pk))
+                self.row.open_steps += self.open_delta
+                self.open_delta = 0
+            return
+        first = self.row.seq + 1
+        seq = self.row.seq + len(self.bodies)
+        size = sum(len(b) for b in self.bodies)
+        doc = self.state.doc or {}
+        status = doc.get("status")
+        updated = doc.get("updatedAt")
+        tail = self.row.tail_bytes + size
+        snapshot = self.force_snapshot or tail >= max(self.row.snap_bytes, SNAPSHOT_MIN_TAIL)
+        params: dict[str, Any] = {
+            "pk": self.row.pk, "first": first, "tx": self.tx, "bodies": self.bodies, "seq": seq,
+            "status": status if isinstance(status, str) else None,
+            "updated": updated if isinstance(updated, str) else None, "tail": 0 if snapshot else tail,
+            "channel": CHANGED, "run": self.run_id, "delta": self.open_delta,
+        }
+        snap = ""
+        if snapshot:
+            params["doc"] = jsonio.dumps(doc).decode("utf-8")
+            params["snap_bytes"] = len(params["doc"])
+            snap = (", snap AS (INSERT INTO resumable_snapshots (run_pk, seq, doc) VALUES (%(pk)s, %(seq)s, %(doc)s)"
+                    " ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc)")
+        self.conn.execute(
+            "WITH ev AS (INSERT INTO resumable_events (run_pk, seq, tx, body)"
+            " SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body"
+            " FROM unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i))" + snap +
+            ", run AS (UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s,"
+            " changed_at = now(), tail_bytes = %(tail)s, open_steps = open_steps + %(delta)s"
+            + (", snap_seq = %(seq)s, snap_bytes = %(snap_bytes)s" if snapshot else "") +
+            " WHERE pk = %(pk)s) SELECT pg_notify(%(channel)s, %(run)s)", params)
+        self.row.seq = seq
+        self.row.open_steps += self.open_delta
+        self.open_delta = 0
+        self.row.tail_bytes = params["tail"]
+        if snapshot:
+            self.row.snap_bytes = params["snap_bytes"]
+        self.state.seq = seq
+        self.bodies = []
+
+    def saved(self, conn: Connection) -> bool:
+        """Whether this writer's events are in the database (after a commit whose answer was lost)."""
+        row = conn.execute("SELECT 1 FROM resumable_events WHERE run_pk = %s AND seq = %s AND tx = %s",
+                           (self.row.pk, self.first_seq, self.tx)).fetchone()
+        return row is not None
+
+
+def iter_history(conn: Connection, pk: int, since: int, where: str) -> Iterator[tuple[int, str]]:
+    """(seq, body) of every event after ``since``, streamed (a long history is not held at once)."""
+    with conn.cursor(name=f"resumable_history_{secrets.token_hex(4)}") as cur:
+        cur.itersize = 2000
+        cur.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
+                    (pk, since))
+        expect = since + 1
+        for seq, body in cur:
+            if seq != expect:
+                raise CorruptRunError(f"{where}: the history jumps from event {expect - 1} to {seq}")
+            expect += 1
+            yield int(seq), body
