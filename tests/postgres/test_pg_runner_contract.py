@@ -38,8 +38,8 @@ needs = ["b", "c"]
 
 def normal(text: str, store: StoreCase) -> str:
     """Run output with what differs by design masked: log paths (store-specific) and durations."""
-    text = re.sub(r"log /\S+?\.log", "log <log>", text)
-    text = re.sub(r"\(\d+\.\d+s", "(<d>", text)
+    text = re.sub(r"log \S+?\.log", "log <log>", text)
+    text = re.sub(r"\(\d+(\.\d+)?m?s", "(<d>", text)
     return re.sub(r"--- last lines of (\S+) \(\S+\) ---", r"--- last lines of \1 ---", store.normal(text))
 
 
@@ -75,7 +75,8 @@ def test_failure_stops_then_resume_finishes(store: StoreCase, job: Path) -> None
     second = run(store, "-j", "2")
     assert second.returncode == 0, second
     lines = normal(second.stdout, store).splitlines()
-    assert lines[:3] == ["skip   a (done)", "rerun  b (failed last time (exit code 1))", "skip   c (done)"]
+    assert "rerun  b (failed last time (exit code 1))" in lines
+    assert any(line.startswith("skip   2 steps already done") for line in lines), lines
     assert lines[-1] == "demo: done (3 skipped, 2 done)" or lines[-1] == "demo: done (2 done, 2 skipped)"
     assert doc(store)["status"] == "done" and doc(store)["openItems"] == []
     assert [i["id"] for i in doc(store)["resolvedItems"]] == ["step-failed:b"]
@@ -262,4 +263,4 @@ def test_a_password_in_the_store_url_is_never_recorded(pg_url: str, tmp_path: Pa
     report = cli("report", "pw", "-o", "-", "--store", pg_url, env=env)
     assert report.returncode == 0 and "<html" in report.stdout.lower() and "hunter2" not in report.stdout
     listing = ok(cli("status", "--list", "--no-color", "--store", pg_url, env=env))
-    assert listing.startswith("✓ pw ")
+    assert listing.splitlines()[1].startswith("✓ pw ")  # after the "N runs under ..." header

@@ -107,7 +107,7 @@ def test_missing_runs_exit_3(store: StoreCase) -> None:
         (["resolve", "r"], "resolve requires --ids"),
         (["validation", "r", "maybe"], "validation requires <green|red>"),
         (["finalize", "r", "finished"], "finalize requires <done|needs_attention|aborted>"),
-        (["phase", "r", "build", "finished"], "phase requires <phase> <pending|running|done"),
+        (["phase", "r", "build", "finished"], "unknown phase state 'finished'"),
         (["item", "r", "--json", "[" * 300 + "]" * 300], "nested deeper than 200 levels"),
     ],
 )
