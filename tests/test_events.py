@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resumable.core.events import apply, finalize_done_reasons, item_id
+from resumable.core.events import apply, item_id
+from resumable.core.finalize import finalize_done_reasons
 from resumable.core.model import UNIT_STATES
 from resumable.errors import InvalidInputError, RefusedError
 

@@ -19,7 +19,6 @@ import os
 from resumable import store
 from resumable.core import verbs
 from resumable.core.model import check_run_id, default_run_id, summary
-from resumable.core.plan import resume_set
 from resumable.errors import InvalidInputError, NoRunError, RefusedError
 
 TYPE_CHECKING = False
@@ -106,6 +105,8 @@ class Run:
         return summary(self.handle.read())
 
     def resume_set(self) -> dict[str, Any]:
+        from resumable.core.plan import resume_set
+
         return resume_set(self.handle.read())
 
     def status_text(self, *, width: int = 100) -> str:

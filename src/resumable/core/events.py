@@ -25,10 +25,7 @@ between invocations. A session that never finalized (a killed runner) counts up 
 
 from __future__ import annotations
 
-import math
-
 from resumable.core import jsonio
-from resumable.core.finalize import finalize_done_reasons
 from resumable.core.model import (
     LIVE_RUN_STATES,
     PHASE_FINISH_STATES,
@@ -43,6 +40,14 @@ from resumable.core.model import (
     upgrade,
 )
 from resumable.errors import InvalidInputError, RefusedError
+
+_INF = float("inf")
+
+
+def _finite(x: float) -> bool:
+    """math.isfinite without importing math (a seed verb's start-up counts every import)."""
+    return x == x and x not in (_INF, -_INF)
+
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,7 +70,7 @@ def _js_normal(value: Any) -> Any:
     if isinstance(value, list):
         return [_js_normal(v) for v in value]
     # Only below 1e21: JS prints 1e21 and up in exponent form ("1e+21"), as Python's repr does.
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
+    if isinstance(value, float) and _finite(value) and value.is_integer() and abs(value) < 1e21:
         return int(value)
     return value
 
@@ -322,6 +327,8 @@ def _apply_finalize(doc: Doc, ev: dict[str, Any]) -> Output:
     if status not in ("done", "needs_attention", "aborted"):
         raise InvalidInputError("finalize requires <done|needs_attention|aborted>")
     if status == "done":
+        from resumable.core.finalize import finalize_done_reasons  # only finalize needs them
+
         reasons = finalize_done_reasons(doc)
         if reasons:
             raise RefusedError(
@@ -346,7 +353,7 @@ def _close_session(doc: Doc, end: object) -> None:
     if start is None or stop is None:
         return
     before = doc.get("ranSeconds")
-    if isinstance(before, bool) or not isinstance(before, (int, float)) or not math.isfinite(before):
+    if isinstance(before, bool) or not isinstance(before, (int, float)) or not _finite(before):
         before = 0.0
     # max(): a stamp without milliseconds may fall up to a second before a session's exact start.
     doc["ranSeconds"] = round(before + max(stop - start, 0.0), 3)

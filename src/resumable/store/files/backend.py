@@ -6,7 +6,6 @@ import os
 
 from resumable.core.stamps import stamp
 from resumable.errors import ResumableError, StoreError
-from resumable.store.files import archive
 from resumable.store.files.handle import FileRunHandle
 from resumable.store.files.layout import RunsDir, files_for, resolve_run
 from resumable.store.files.loader import load
@@ -40,10 +39,14 @@ class FileBackend:
         return entries
 
     def gc(self, keep_days: float, *, now: float | None = None) -> GcResult:
+        from resumable.store.files import archive  # gc and delete: not on a seed verb's path
+
         moved, where = archive.gc(self.runs.path, keep_days, now=now)
         return GcResult(moved, where)
 
     def delete(self, run: str) -> list[str]:
+        from resumable.store.files import archive
+
         return archive.delete_run(resolve_run(run, self.runs.path))
 
     def lease(self, run_id: str) -> FileRunnerLease:

@@ -21,7 +21,6 @@ from resumable.store.files.layout import RunFiles, missing_run, no_parent, trans
 from resumable.store.files.loader import Loaded
 from resumable.store.files.lock import RunLock
 from resumable.store.files.refresh import SnapshotView
-from resumable.store.files.reinit import move_old_logs, replace_run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -103,6 +102,8 @@ class Writer:
         record = journal.encode(1, event)
         self.cursor.close_journal()
         self.cursor.forget()
+        from resumable.store.files.reinit import move_old_logs, replace_run  # rare: init over a finished run
+
         base = replace_run(self.files, record)
         new = Loaded(doc, 1, len(record), 0, True, -1, 0, None, 0, None)
         self.cursor.state = new
