@@ -18,7 +18,7 @@ import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     FaultHook = Callable[[str, str], None]
 
@@ -321,8 +321,11 @@ def read_bytes(path: str, offset: int = 0, *, dir_fd: int | None = None, follow:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes, *, durable_rename: bool = True, dir_fd: int | None = None) -> None:
-    """Temp file in the same directory + fsync + os.replace + fsync of the directory.
+def atomic_write(path: str, data: bytes | Iterable[bytes], *, durable_rename: bool = True,
+                 dir_fd: int | None = None) -> int:
+    """Temp file in the same directory + fsync + os.replace + fsync of the directory; returns the
+    bytes written. ``data`` may come in pieces (written as they come: a 100-MB snapshot is never
+    held whole).
 
     The temp file is removed if any step fails, so a failed write leaves nothing behind.
     ``durable_rename=False`` skips the directory fsync, for a file that is only a view of data
@@ -347,9 +350,12 @@ def atomic_write(path: str, data: bytes, *, durable_rename: bool = True, dir_fd:
             # Left by a killed process that had our pid: nobody is writing it.
             os.unlink(tmp_name, dir_fd=dfd)
             fd = os.open(tmp_name, flags, 0o644, dir_fd=dfd)
+        size = 0
         try:
             try:
-                write_all(fd, data, tmp)
+                for piece in (data,) if isinstance(data, bytes) else data:
+                    write_all(fd, piece, tmp)
+                    size += len(piece)
                 fsync(fd, tmp)
             finally:
                 os.close(fd)
@@ -366,6 +372,7 @@ def atomic_write(path: str, data: bytes, *, durable_rename: bool = True, dir_fd:
     finally:
         if own_fd:
             os.close(dfd)
+    return size
 
 
 def write_output(path: str, data: bytes) -> None:

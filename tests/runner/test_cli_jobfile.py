@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from conftest import run_cli, status_of, units, write
+from runnerhelpers import run_cli, status_of, units, write
 
 
 def test_dag_parallel_with_j2(work: Path) -> None:
@@ -112,7 +112,7 @@ def test_removed_step_keeps_run_needs_attention(work: Path) -> None:
     write(work / "resumable.toml", '[job]\nname = "r"\n[steps.a]\nrun = "true"\n')
     r = run_cli([])
     assert r.exit_code == 1 and "no longer has" in r.output
-    from conftest import doc
+    from runnerhelpers import doc
 
     assert doc(work, "r")["status"] == "needs_attention"
 

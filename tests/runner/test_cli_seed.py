@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from conftest import doc, run_cli, status_of, units
+from runnerhelpers import doc, run_cli, status_of, units
 
 J = ["--job", "render"]
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from runnerhelpers import run_cli, status_of, write
 
-from conftest import run_cli, status_of, write
 from resumable import fsio
 
 JOB = """

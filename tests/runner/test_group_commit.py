@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_cli, status_of, write
+from runnerhelpers import run_cli, status_of, write
 
 
 def _has(run: str, unit: str, state: str) -> str:

@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import pid_alive, spawn_cli, status_of, units, write
+from runnerhelpers import pid_alive, spawn_cli, status_of, units, write
 
 JOB = """
 [job]

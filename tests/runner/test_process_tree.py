@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import pid_alive, run_cli, status_of
+from runnerhelpers import pid_alive, run_cli, status_of
 
 LEVEL = """
 import os, signal, subprocess, sys, time

@@ -7,7 +7,8 @@ import calendar
 import time
 from pathlib import Path
 
-from conftest import doc, run_cli, write
+from runnerhelpers import doc, run_cli, write
+
 from resumable.core.events import apply
 from resumable.view.status import plain, ran_seconds, render_status
 

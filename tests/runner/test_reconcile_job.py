@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import doc, run_cli, write
+from runnerhelpers import doc, run_cli, write
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "seed"))
 from seedhelpers import commit, make_repo

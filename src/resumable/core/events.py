@@ -181,9 +181,12 @@ def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
             attempts = unit["attempts"] = []
         for i, old in enumerate(attempts):
             if isinstance(old, dict) and old.get("n") == attempt["n"]:
-                merged = dict(old)
-                merged.update(attempt)
-                attempts[i] = merged
+                if old.keys() <= attempt.keys():
+                    # The usual case (a finished attempt restates its start): a copy sized for
+                    # all its keys, where growing the old one would reallocate it larger still.
+                    attempts[i] = dict(attempt)
+                else:
+                    old.update(attempt)  # the document's own dict (copied in below)
                 break
         else:
             attempts.append(dict(attempt))

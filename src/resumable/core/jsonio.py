@@ -270,9 +270,12 @@ def _orjson_exact(data: bytes) -> bool:
     document without 19 digits in a row, nearly any, needs no closer look. A run that is not such
     an integer (the digits of a string or of a float) at worst sends the document to the slower
     scanner, which is exact."""
-    zeros = data.translate(_DIGITS_TO_ZERO)
-    if b"0" * 19 not in zeros:
+    # In slices (overlapping by a run's length): a whole-document translation would hold a second
+    # copy of a 100-MB snapshot for a moment, the largest allocation of a big run's load.
+    step = 1 << 20
+    if not any(b"0" * 19 in data[i : i + step + 18].translate(_DIGITS_TO_ZERO) for i in range(0, len(data), step)):
         return True
+    zeros = data.translate(_DIGITS_TO_ZERO)
     if b"0" * 20 in zeros:
         return False
     import re  # only here: orjson's own import costs far more

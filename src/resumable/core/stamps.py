@@ -12,22 +12,21 @@ import time
 _FORMAT = "%Y-%m-%dT%H:%M:%S"
 
 
-_last: tuple[int, str] = (-1, "")  # (whole second, its text): a write stamps up to three times
+_last: tuple[int, str, str] = (-1, "", "")  # (whole second, its text, its stamp): one object a second
 
 
 def stamp(at: float | None = None, *, ms: bool = False) -> str:
-    """``at`` (seconds since the epoch; now when None) as an ISO-8601 UTC stamp."""
+    """``at`` (seconds since the epoch; now when None) as an ISO-8601 UTC stamp. Stamps of the same
+    second are the same string object: a 100,000-unit document holds hundreds of thousands."""
     global _last
     t = time.time() if at is None else at
     second = int(t // 1)
-    if _last[0] == second:
-        text = _last[1]
-    else:
+    if _last[0] != second:
         text = time.strftime(_FORMAT, time.gmtime(t))
-        _last = (second, text)
+        _last = (second, text, text + "Z")
     if ms:
-        return f"{text}.{int((t % 1) * 1000):03d}Z"
-    return text + "Z"
+        return f"{_last[1]}.{int((t % 1) * 1000):03d}Z"
+    return _last[2]
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int:

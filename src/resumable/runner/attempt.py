@@ -97,10 +97,16 @@ def finished_attempt(a: Attempt, code: int, now: float, wall: float) -> tuple[st
         attempt["signal"] = -code
     if reason:
         attempt["reason"] = reason
-    fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code, "log": a.log}
+    # The unit keeps what a person or `resumable run` needs next time; what the attempt record
+    # already says (its log, its exit code) is repeated only for a step that did not finish: a
+    # 100,000-step run holds every unit in memory, and each key costs.
+    fields: dict[str, Any]
     if status == "done":
-        fields["fingerprint"] = a.fingerprint
-        fields["artifacts"] = artifacts
+        fields = {"fingerprint": a.fingerprint}
+        if artifacts:
+            fields["artifacts"] = artifacts
+    else:
+        fields = {"lastExitCode": exit_code, "log": a.log}
     note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
     return status, exit_code, verbs.unit(step.id, status, note=note, attempt=attempt, fields=fields)
 

@@ -83,14 +83,16 @@ def fingerprint(step: Step, previous: Mapping[str, Any] | None = None) -> dict[s
         for p in step.inputs:
             prev = prev_inputs.get(p)
             inputs[p] = file_record(resolve(step, p), prev if isinstance(prev, dict) else None)
-    return {
+    out = {
         "v": FINGERPRINT_VERSION,
         # argv rather than the text: the same text under another shell is another command.
         "command": _argv_sha(step.argv),
         "env": _env_sha(step.env),
         "cwd": step.cwd,
-        "inputs": inputs,
     }
+    if inputs:  # absent means none (the check below reads it so): one dict less per unit
+        out["inputs"] = inputs
+    return out
 
 
 def unchanged(step: Step, stored: object) -> bool:

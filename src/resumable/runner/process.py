@@ -269,6 +269,11 @@ def reap(
 _started: set[tuple[str, str, str]] = set()
 
 
+def forget_started(secret: str, run: str, step: str) -> None:
+    """The step is over for this runner (done): it will not be started again, nothing to remember."""
+    _started.discard((secret, run, step))
+
+
 def stop_earlier_attempts(secret: str, run: str, step: str, *, grace: float = 2.0) -> None:
     """Stop processes of earlier attempts of ``step`` that this runner started and that left the
     step's process group (so the group's termination missed them): every process carrying this

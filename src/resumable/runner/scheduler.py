@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from resumable.core import verbs
 from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
+from resumable.runner import process
 from resumable.runner.attempt import (
     NOT_STARTED,
     Attempt,
@@ -424,10 +425,14 @@ class Scheduler:
         # Taken before the process starts: an input edited while the step runs must re-run it.
         fprint = fp.fingerprint(step, prev_fp if isinstance(prev_fp, Mapping) else None)
         wall = self.wallclock()
+        # Dependencies and the command only when they changed (a new unit has them from the start).
+        known = unit if isinstance(unit, dict) else {}
+        deps = list(step.needs) if known.get("dependsOn") != list(step.needs) else None
+        command = step.command_text
         self._record(f"{step.id} -> in_progress", verbs.unit(
-            step.id, "in_progress", deps=list(step.needs),
+            step.id, "in_progress", deps=deps,
             attempt={"n": n, "status": "running", "startedAt": stamp(wall, ms=True), "log": log},
-            fields={"command": step.command_text, "log": log}))
+            fields={"command": command} if known.get("command") != command else None))
         attempt = Attempt(step, n, NOT_STARTED, 0.0, wall, log, fprint, None, launching=True)
         self._later(self._launch, attempt)  # once the record is durable
         return attempt
@@ -480,6 +485,8 @@ class Scheduler:
             self.out.last_exit[step.id] = exit_code
             self.out.logs[step.id] = a.log
         else:
+            if self.groups is not None:
+                process.forget_started(self.groups.secret, self.job.name, step.id)
             self._later(self.reporter.step_finished, step, a.n, status, round(now - a.started, 3), exit_code,
                         a.log, None)
         return status

@@ -107,11 +107,13 @@ def load(files: RunFiles) -> Loaded:
 
     decoded: snapshot.Decoded | None = None
     parse_error: str | None = None
+    snap_size = len(snap_bytes) if snap_bytes is not None else 0
     if snap_bytes is not None:
         try:
             decoded = snapshot.decode(snap_bytes)
         except ValueError as exc:
             parse_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        snap_bytes = None  # a large run's file is as big as its document: let it go before the journal
 
     try:
         jdata_stat = os.stat(files.journal, follow_symlinks=False)
@@ -124,7 +126,6 @@ def load(files: RunFiles) -> Loaded:
         error = OSError(errno.ELOOP, "is a symbolic link") if stat.S_ISLNK(jdata_stat.st_mode) \
             else fsio.not_regular(files.journal)
         raise translate(error, f"cannot read {files.journal}")
-    snap_size = len(snap_bytes) if snap_bytes is not None else 0
 
     if jdata_stat is None:
         if parse_error is not None:

@@ -60,22 +60,22 @@ class SnapshotView:
         if self.refreshes == 0:
             sweep_temps(files.dir, files.stem)
         self.refreshes += 1
+        # orjson for big documents, and for any process that refreshes more than once (the runner,
+        # a long-lived API user): its import costs once what the standard library's pure-Python
+        # indenting encoder costs on every refresh. A one-shot CLI call on a small run keeps the
+        # cheap import. A big document is written in pieces as it is encoded, never held whole.
+        fast = state.snap_size > jsonio.BIG or self.refreshes > 1
         try:
-            # orjson for big documents, and for any process that refreshes more than once (the
-            # runner, a long-lived API user): its import costs once what the standard library's
-            # pure-Python indenting encoder costs on every refresh. A one-shot CLI call on a small
-            # run keeps the cheap import.
-            fast = state.snap_size > jsonio.BIG or self.refreshes > 1
-            data = snapshot.encode(state.doc, state.seq, state.offset, big=fast)
-        except (ValueError, TypeError) as exc:
-            self.error = f"cannot refresh {files.snapshot}: {exc}"
-            return
-        try:
+            data = snapshot.stream(state.doc, state.seq, state.offset, big=fast)
             # No directory fsync once a journal exists: the journal already holds this state
             # durably, and a rename lost to a power cut leaves the previous snapshot, whose marker
             # makes the journal tail apply.
-            fsio.atomic_write(files.snapshot, data, durable_rename=not state.journal_exists)
+            size = fsio.atomic_write(files.snapshot, data, durable_rename=not state.journal_exists)
             state.snap_stat = stat_key(os.stat(files.snapshot, follow_symlinks=False))
+        except (ValueError, TypeError) as exc:
+            # A value JSON cannot hold; the write this follows is durable in the journal already.
+            self.error = f"cannot refresh {files.snapshot}: {exc}"
+            return
         except OSError as exc:
             self.error = str(translate(exc, f"cannot refresh {files.snapshot}"))
             state.snap_stat = None
@@ -83,7 +83,7 @@ class SnapshotView:
             return
         self.error = None
         state.snap_seq = state.seq
-        state.snap_size = len(data)
+        state.snap_size = size
         self.cursor.snap_offset = state.offset
 
 

@@ -16,6 +16,7 @@ from resumable.core import jsonio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 MARKER_KEY = "_journal"
@@ -40,12 +41,57 @@ class Decoded:
 
 
 def encode(doc: dict[str, Any], seq: int, offset: int, *, big: bool = False) -> bytes:
-    pretty = jsonio.dumps_pretty(doc, big=big)
-    # orjson ends an object with "\n}"; the marker goes in as the last key.
-    body = pretty[:-2] if pretty.endswith(b"\n}") else pretty
-    crc = zlib.crc32(body)
-    marker = b'{"seq": %d, "offset": %d, "crc": "%08x"}' % (seq, offset, crc)
-    return body + _MARKER_SEP + marker + b"\n}\n"
+    return b"".join(stream(doc, seq, offset, big=big))
+
+
+def stream(doc: dict[str, Any], seq: int, offset: int, *, big: bool = False) -> Iterator[bytes]:
+    """The snapshot's bytes in pieces, the marker last (its CRC covers every piece before it), so
+    that a writer never holds a large document's whole encoding, let alone copies of it."""
+    crc = 0
+    pending = b""
+    for piece in _pretty_pieces(doc, big):
+        if pending:
+            crc = zlib.crc32(pending, crc)
+            yield pending
+        pending = piece
+    # The document ends with "\n}"; the marker goes in as the last key.
+    body = pending[:-2] if pending.endswith(b"\n}") else pending
+    crc = zlib.crc32(body, crc)
+    yield body + _MARKER_SEP + b'{"seq": %d, "offset": %d, "crc": "%08x"}' % (seq, offset, crc) + b"\n}\n"
+
+
+# Units per piece when a large run's units are encoded apart (about a megabyte of JSON).
+_UNITS_PER_PIECE = 1000
+_PLACEHOLDER = "\x00resumable units\x00"  # a string no document holds: JSON escapes NUL
+
+
+def _pretty_pieces(doc: dict[str, Any], big: bool) -> Iterator[bytes]:
+    """``jsonio.dumps_pretty(doc)``, byte for byte, in pieces: a large run's units are encoded a
+    thousand at a time into the place their object takes in the rest of the document."""
+    units = doc.get("units")
+    if not big or not isinstance(units, dict) or len(units) <= _UNITS_PER_PIECE:
+        yield jsonio.dumps_pretty(doc, big=big)
+        return
+    shell = dict(doc)
+    shell["units"] = _PLACEHOLDER
+    head, found, tail = jsonio.dumps_pretty(shell, big=True).partition(jsonio.dumps(_PLACEHOLDER))
+    if not found:  # cannot happen (a dict's keys are unique); never risk a wrong file
+        yield jsonio.dumps_pretty(doc, big=True)
+        return
+    yield head
+    batch: list[bytes] = []
+    separator = b"{\n    "
+    for key, unit in units.items():
+        # A unit sits two levels deep: its own lines are indented four more spaces.
+        text = jsonio.dumps_pretty(unit, big=True).replace(b"\n", b"\n    ")
+        batch.append(separator + jsonio.dumps(key) + b": " + text)
+        separator = b",\n    "
+        if len(batch) == _UNITS_PER_PIECE:
+            yield b"".join(batch)
+            batch = []
+    batch.append(b"\n  }")
+    yield b"".join(batch)
+    yield tail
 
 
 def peek(data: bytes) -> Marker | None:
@@ -63,7 +109,7 @@ def peek(data: bytes) -> Marker | None:
         isinstance(raw, dict)
         and isinstance(raw.get("seq"), int)
         and isinstance(raw.get("offset"), int)
-        and raw.get("crc") == f"{zlib.crc32(data[:idx]):08x}"
+        and raw.get("crc") == f"{zlib.crc32(memoryview(data)[:idx]):08x}"
         and data[end + 1 :].strip() == b"}"
     ):
         return None
