@@ -126,9 +126,6 @@ def git() -> Finding:
 
 def environment() -> list[Finding]:
     out = []
-    if os.environ.get("RESUMABLE_UNSAFE_NO_LOCK"):
-        out.append(Finding("environment", PROBLEM, "RESUMABLE_UNSAFE_NO_LOCK is set: writers do not lock, "
-                           "concurrent writes to a run can be lost", "unset it (it is for tests only)"))
     if os.environ.get("RESUMABLE_DEBUG"):
         out.append(Finding("environment", INFO, "RESUMABLE_DEBUG is set: internal errors show tracebacks"))
     return out
