@@ -46,10 +46,23 @@ def chaos(url: str, env: dict[str, str], tmp: Path, *, steps: int, kills: int, w
         alive = [p for p in procs if p.poll() is None]
         if not alive:
             break  # the run ended before every kill was spent
-        # Mostly a worker that holds claims right now (a fresh one may not have claimed yet).
-        holding = {pid for (pid,) in sql(url, "SELECT pid FROM resumable_attempts WHERE status = 'running'")}
-        busy = [p for p in alive if p.pid in holding]
-        victim = rng.choice(busy if busy and rng.random() < 0.9 else alive)
+        # Mostly a worker that holds claims right now. On a loaded machine fresh workers take a
+        # while to start and claim: wait for one that holds a claim rather than spend the kills
+        # on workers still starting (which would prove nothing about taking claims back).
+        want_busy = rng.random() < 0.9
+        wait_until = time.monotonic() + 10
+        while True:
+            holding = {pid for (pid,) in sql(url, "SELECT pid FROM resumable_attempts WHERE status = 'running'")}
+            busy = [p for p in alive if p.pid in holding]
+            if busy or not want_busy or time.monotonic() > wait_until:
+                break
+            time.sleep(0.05)
+            alive = [p for p in procs if p.poll() is None]
+            if not alive:
+                break
+        if not alive:
+            break
+        victim = rng.choice(busy if busy and want_busy else alive)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         procs.remove(victim)
