@@ -232,9 +232,21 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
             writer.write(f"{len(prepare)} step(s) to run: invalidations and new units", prepare, lazy=True)
 
         logs_dir = os.path.abspath(opts.logs_dir) if opts.logs_dir else handle.log_dir()
+        warned: list[str] = []
 
         def log_path(step: Step, n: int) -> str:
-            return step.log or os.path.join(logs_dir, f"{step.id}.{n}.log")
+            if step.log:
+                return step.log
+            numbered = os.path.join(logs_dir, f"{step.id}.{n}.log")
+            if opts.logs_dir:
+                # The seed's name for a step's log, DIR/<id>.log, is the latest attempt's.
+                from resumable.runner import latestlog
+
+                problem = latestlog.point(numbered, latestlog.latest_name(logs_dir, step.id))
+                if problem is not None and not warned:
+                    warned.append(problem)  # once: a filesystem without hard links fails them all
+                    reporter.warn(problem)
+            return numbered
 
         jobs = opts.jobs if opts.jobs > 0 else (os.cpu_count() or 1)
         sched = Scheduler(
