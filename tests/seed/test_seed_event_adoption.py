@@ -132,10 +132,15 @@ def test_the_adoption_is_recorded_once(project: Path) -> None:
 def test_a_log_in_step_with_the_snapshot_adopts_nothing(project: Path) -> None:
     writer = seed_run(project, stale_by=0)
     log_bytes = writer.log.read_bytes()
+    before = tree(project)
+    assert status_json(project) == json.loads(writer.snapshot.read_text())  # read as the file is
+    assert tree(project) == before
     ok(sh(project, "unit", "demo", "c", "done"))
-    base = journal(project)[0]
+    base, _ = journal(project)
     assert base["t"] == "base" and base["reason"] == "import"  # the seed file, taken as it is
-    assert "adoptedEventLog" not in base["doc"]
+    # ...noting the log's position, so that what the seed appends later is known to be new.
+    assert base["doc"]["adoptedEventLog"] == {"file": "demo.events.jsonl", "events": 5,
+                                              "afterHash": js_digest(writer.doc)}
     assert writer.log.read_bytes() == log_bytes
 
 
@@ -227,7 +232,8 @@ def test_a_snapshot_the_seeds_store_wrote_since_is_kept(project: Path) -> None:
     snap.write_text(json.dumps(doc, indent=2) + "\n")
     assert status_json(project)["units"]["c"]["status"] == "blocked"
     ok(sh(project, "unit", "demo", "a", "done"))
-    assert journal(project)[0]["reason"] == "import"
+    base = journal(project)[0]
+    assert base["reason"] == "import" and "adoptedEventLog" not in base["doc"]
     assert writer.log.exists()
 
 
@@ -288,3 +294,38 @@ def test_without_a_log_a_load_costs_one_failed_lstat(project: Path, monkeypatch:
     out = subprocess.run([sys.executable, "-c", code, str(files.snapshot)], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_two_writers_that_both_saw_the_log_ahead_adopt_it_once(project: Path) -> None:
+    from resumable import store
+    from resumable.core import verbs
+
+    seed_run(project, stale_by=2)
+    snapshot = runs(project) / "demo.json"
+    first, second = store.open_path(snapshot), store.open_path(snapshot)
+    try:
+        assert first.load() == second.load()  # both hold the adoption pending
+        first.commit([verbs.unit("c", "in_progress")])
+        second.commit([verbs.unit("c", "done")])
+    finally:
+        first.close()
+        second.close()
+    assert [e["t"] for e in journal(project)] == ["base", "unit", "unit"]
+    assert status_json(project)["units"]["c"]["status"] == "done"
+
+
+def test_a_long_lived_writer_notices_the_log_growing(project: Path) -> None:
+    from resumable import store
+    from resumable.core import verbs
+
+    writer = seed_run(project, stale_by=0)
+    handle = store.open_path(runs(project) / "demo.json")
+    try:
+        handle.commit([verbs.unit("c", "in_progress")])
+        writer.doc = seed_events.replay(writer.snapshot).doc  # the seed replays its log, appends,
+        writer.transition("set", ["phases", "ship"], {"status": "done"}, snapshot=False)  # crashes
+        handle.commit([verbs.unit("c", "done")])
+    finally:
+        handle.close()
+    doc = status_json(project)
+    assert doc["phases"]["ship"] == {"status": "done"} and doc["units"]["c"]["status"] == "done"

@@ -7,9 +7,11 @@ write adopts it as the run's base (a ``base`` journal record whose reason says s
 its own change. The log itself is never written (``seed_events`` only reads it).
 
 How a run knows it has taken the log in: an adoption stores, in the adopted document,
-``adoptedEventLog: {"file", "events", "afterHash"}`` (``afterHash``: the last record adopted). The
-key travels with the document through the journal, the snapshot and every catch-up, so "already
-adopted" costs one read of the log's last line, however long the log and the run. Then:
+``adoptedEventLog: {"file", "events", "afterHash"}`` (``afterHash``: the last record adopted), and
+so does the first write to a seed run whose log is in step with its snapshot (``note_in_sync``: the
+log's document is the run's). The key travels with the document through the journal, the snapshot
+and every catch-up, so "already adopted" costs one read of the log's last line, however long the
+log and the run. Then:
 
 - the recorded afterHash is the log's last one, or (nothing recorded) the document's digest is (the
   seed's own in-sync test): nothing to adopt;
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import os
 
+from resumable import fsio
 from resumable.errors import CorruptRunError, StoreError
 from resumable.store.files import seed_events
 from resumable.store.files.layout import RunFiles
@@ -102,6 +105,20 @@ def _consider(files: RunFiles, doc: dict[str, Any] | None) -> Adoption | None:
     ahead = len(hashes) - 1 - _last_index(hashes, mine)
     return Adoption(_stamped(replayed.doc, name, replayed),
                     f"adopted {name}: {_events(ahead)} ahead of the snapshot")
+
+
+def note_in_sync(files: RunFiles, doc: dict[str, Any]) -> None:
+    """When a seed document is first imported (its first resumable write) and its event log is in
+    step with it, record the log's position in it as an adoption would: events the seed appends
+    later are then known to be new (and merged) rather than taken for a diverged log."""
+    mine = seed_events.digest(doc)
+    if mine != seed_events.last_after_hash(files.snapshot):
+        return  # diverged: nothing of the log is in the document
+    try:
+        events = fsio.read_bytes(files.events).count(b"\n")  # complete records; never through a link
+    except OSError as exc:
+        raise StoreError(f"cannot read {files.events}: {exc.strerror or exc}") from exc
+    doc[KEY] = {"file": os.path.basename(files.events), "events": events, "afterHash": mine}
 
 
 def _last_index(hashes: tuple[str, ...], value: str) -> int:

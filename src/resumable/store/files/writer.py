@@ -138,6 +138,10 @@ class Writer:
                 )
         pending: list[dict[str, Any]] = []
         if state.adopt is not None and state.doc is not None:
+            if state.adopt == "import" and state.events_stat is not None:
+                from resumable.store.files import seed_adopt  # only for a seed run with an event log
+
+                seed_adopt.note_in_sync(self.files, state.doc)
             # A copy: apply() below mutates the document in place, and the base record must hold
             # the document as adopted, not as it is after these events.
             adopted = jsonio.loads(jsonio.dumps(state.doc))
