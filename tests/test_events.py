@@ -145,6 +145,21 @@ def test_unit_lifecycle_stamps() -> None:
     assert u["finishedAt"] == "T5" and u["updatedAt"] == "T5" and doc["updatedAt"] == "T5"
 
 
+def test_a_fields_only_restatement_keeps_the_stamps() -> None:
+    """The runner marks a step removed from its job (or back) by restating the unit's state with
+    fields only: no new start or finish. The seed's own `unit a done` again still re-stamps."""
+    doc = fresh(["a"])
+    apply(doc, ev("unit", at=AT, unit="a", state="done"))
+    apply(doc, ev("unit", unit="a", state="done", fields={"removed": True}))
+    assert doc["units"]["a"]["finishedAt"] == AT and doc["units"]["a"]["removed"] is True
+    assert doc["units"]["a"]["updatedAt"] == LATER
+    apply(doc, ev("unit", unit="a", state="done"))
+    assert doc["units"]["a"]["finishedAt"] == LATER
+    later = "2026-11-29T10:00:00Z"
+    apply(doc, ev("unit", at=later, unit="a", state="done", fields={"removed": False}, note="n"))
+    assert doc["units"]["a"]["finishedAt"] == later  # a note is a new statement
+
+
 def test_unit_creates_missing_and_replaces_malformed_units() -> None:
     doc = fresh()
     doc["units"] = {"n": None, "s": "junk", "l": [1]}

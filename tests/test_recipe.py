@@ -249,3 +249,13 @@ def test_resume_set_matches_the_seed_walk(units: dict[str, Any]) -> None:
     full = plan.resume_set(doc)
     assert {k: full[k] for k in want} == want
     assert recipe.resume_set(doc) == want
+
+
+def test_the_view_s_resume_set_leaves_removed_units_out() -> None:
+    from resumable.core.plan import resume_set as seed_resume_set
+    from resumable.core.recipe import resume_set
+
+    doc = {"units": {"a": {"status": "done"}, "b": {"status": "pending", "removed": True},
+                     "c": {"status": "pending", "dependsOn": ["b"]}}}
+    assert resume_set(doc) == {"skip": ["a"], "eligible": [], "dep_blocked": {"c": "b"}}
+    assert seed_resume_set(doc, diagnostics=False)["eligible"] == ["b"]  # the seed's verb: every unit

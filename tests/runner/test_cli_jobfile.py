@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -157,3 +158,57 @@ def test_dry_run_escapes_file_names_in_reasons(work: Path) -> None:
     assert r.exit_code == 0 and "\x1b" not in r.output
     assert r.output.splitlines() == ["run   a: input changed: in\\x1b[2Jput",
                                      "1 to run, 0 to skip (dry run: nothing executed or written)"]
+
+
+def _job(*names: str) -> str:
+    return '[job]\nname = "rm"\n' + "".join(f'[steps.{n}]\nrun = "echo {n} >> trace"\n' for n in names)
+
+
+def test_a_removed_step_is_shown_removed_and_every_count_agrees(work: Path) -> None:
+    """A step taken out of the job file: its unit is kept, marked removed, counted in no done/total
+    by status, and the runner's summary says the same; put back, it is no longer removed and is
+    skipped as done (same fingerprint), its stamps as they were."""
+    from runnerhelpers import doc
+
+    from corehelpers import cli
+
+    write(work / "resumable.toml", _job("a", "b", "c"))
+    assert run_cli([]).exit_code == 0
+    finished = units(work, "rm")["c"]["finishedAt"]
+    write(work / "resumable.toml", _job("a", "b"))
+    r = run_cli([])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[-1] == "rm: done (2 skipped, 1 removed)"
+    d = doc(work, "rm")
+    assert d["status"] == "done" and d["units"]["c"]["removed"] is True
+    counted = {u: v for u, v in d["units"].items() if not v.get("removed")}
+    assert (sum(v["status"] == "done" for v in counted.values()), len(counted)) == (2, 2)
+    shown = cli("status", "rm", "--no-color", runs=work / "runs").stdout
+    assert "2/2 done" in shown and "removed 1" in shown
+    recipe = json.loads(cli("status", "rm", "--resume", "--json", runs=work / "runs").stdout)
+    assert recipe["resumeSet"] == {"skip": ["a", "b"], "eligible": [], "dep_blocked": {}}
+    assert "unit c -> done (removed from the job)" in cli("log", "rm", runs=work / "runs").stdout
+    # Nothing changed since: the same summary, nothing written.
+    journal = (work / "runs" / "rm.journal.jsonl").read_bytes()
+    assert run_cli([]).output.splitlines()[-1] == "rm: done (2 skipped, 1 removed)"
+    assert (work / "runs" / "rm.journal.jsonl").read_bytes() == journal
+
+    write(work / "resumable.toml", _job("a", "b", "c"))
+    r = run_cli([])
+    assert r.exit_code == 0 and r.output.splitlines()[-1] == "rm: done (3 skipped)"
+    c = units(work, "rm")["c"]
+    assert c["removed"] is False and c["status"] == "done" and c["finishedAt"] == finished
+    assert (work / "trace").read_text().split() == ["a", "b", "c"]  # skipped, not run again
+    assert "3/3 done" in cli("status", "rm", "--no-color", runs=work / "runs").stdout
+
+
+def test_a_removed_step_that_comes_back_changed_runs_again(work: Path) -> None:
+    write(work / "resumable.toml", _job("a", "b"))
+    assert run_cli([]).exit_code == 0
+    write(work / "resumable.toml", _job("a"))
+    assert run_cli([]).exit_code == 0
+    write(work / "resumable.toml", _job("a") + '[steps.b]\nrun = "echo b2 >> trace"\n')
+    r = run_cli([])
+    assert r.exit_code == 0 and r.output.splitlines()[-1] == "rm: done (1 done, 1 skipped)"
+    assert units(work, "rm")["b"]["removed"] is False
+    assert (work / "trace").read_text().split() == ["a", "b", "b2"]

@@ -153,6 +153,45 @@ def test_step_log_and_logs_dir(work: Path) -> None:
     assert (work / "L" / "b.1.log").read_text() == "to-b\n"
 
 
+def test_logs_dir_names_the_latest_attempt_as_the_seed_does(work: Path) -> None:
+    """DIR/<id>.log (the seed's name) is the latest attempt's output; each attempt keeps its own
+    numbered file beside it, and that numbered file is what the records and the runner name."""
+    step = "a:echo try; test -f m || { touch m; echo first; exit 3; }; echo second"
+    r = run_cli([*J, "--step", step, "--retry", "1", "--backoff", "0.01", "--logs-dir", "L"])
+    assert r.exit_code == 0, r.output
+    logs = work / "L"
+    assert (logs / "a.1.log").read_text() == "try\nfirst\n"
+    assert (logs / "a.2.log").read_text() == "try\nsecond\n"
+    assert (logs / "a.log").read_text() == "try\nsecond\n"
+    assert (logs / "a.log").stat().st_ino == (logs / "a.2.log").stat().st_ino
+    assert "log L/a.1.log" in r.output and "log L/a.2.log" in r.output
+    atts = units(work, "render")["a"]["attempts"]
+    assert [Path(a["log"]).name for a in atts] == ["a.1.log", "a.2.log"]
+    assert sorted(p.name for p in logs.iterdir()) == ["a.1.log", "a.2.log", "a.log"]  # no temp left
+    # The next attempt (a forced re-run) takes the name over.
+    assert run_cli([*J, "--step", "a:echo third", "--logs-dir", "L", "--force"]).exit_code == 0
+    assert (logs / "a.log").read_text() == "third\n" and (logs / "a.2.log").read_text() == "try\nsecond\n"
+
+
+def test_logs_dir_replaces_a_link_planted_at_the_latest_name(work: Path) -> None:
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    (work / "L").mkdir()
+    (work / "L" / "a.log").symlink_to(victim)
+    assert run_cli([*J, "--step", "a:echo out", "--logs-dir", "L"]).exit_code == 0
+    assert victim.read_text() == "precious\n"
+    latest = work / "L" / "a.log"
+    assert not latest.is_symlink() and latest.read_text() == "out\n"
+
+
+def test_logs_dir_that_cannot_hold_the_latest_name_warns_and_runs(work: Path) -> None:
+    (work / "L" / "a.log").mkdir(parents=True)  # a directory where the link would go
+    r = run_cli([*J, "--step", "a:echo out", "--logs-dir", "L"])
+    assert r.exit_code == 0, r.output
+    assert "could not make" in r.output and "L/a.1.log" in r.output
+    assert (work / "L" / "a.1.log").read_text() == "out\n"
+
+
 def test_default_logs_per_attempt(work: Path) -> None:
     run_cli([*J, "--step", "a:echo one; exit 1"])
     run_cli([*J, "--step", "a:echo two"])

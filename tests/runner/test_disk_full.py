@@ -55,6 +55,7 @@ def test_disk_stays_full(work: Path, full_disk: None) -> None:
     assert (work / "trace").read_text().split() == ["a", "b", "c"]
     assert r.exit_code == 1
     assert "could not save the run's status: a -> done" in r.output
+    assert "free disk space and re-run the same command" in r.output
     assert "Traceback" not in r.output
     (work / "full").unlink()
     # What was saved says a is still in progress: the next run re-runs only what is not saved.

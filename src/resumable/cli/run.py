@@ -53,7 +53,8 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
               help="Wait BASE * 2^(k-1) (+ jitter) before retry k (default 1).")
 @click.option("--step-log", "step_logs", metavar="ID:PATH", multiple=True,
               help="Write that step's output to PATH (truncated per attempt).")
-@click.option("--logs-dir", metavar="DIR", help="Write logs to DIR/<step>.<attempt>.log.")
+@click.option("--logs-dir", metavar="DIR",
+              help="Write each attempt's log to DIR/<step>.<attempt>.log; DIR/<step>.log is the latest one.")
 @click.option("--dry-run", is_flag=True, help="Print what would run or skip, and why; write nothing.")
 @click.option("--explain", metavar="STEP", help="Why STEP would run or skip.", shell_complete=complete_step)
 @click.option("--force", is_flag=True, help="Re-run every step (history kept).")

@@ -47,7 +47,8 @@ def work_queue(store_url: str | None) -> Any:
               help="After SIGTERM: how long running steps may finish before they are handed back.")
 @click.option("--reconnect", metavar="DURATION", default="5m", show_default=True, callback=_duration,
               help="How long to wait for the database to come back after losing it.")
-@click.option("--logs-dir", metavar="DIR", help="Write step logs to DIR/<step>.<attempt>.log on this host.")
+@click.option("--logs-dir", metavar="DIR",
+              help="Write step logs to DIR/<step>.<attempt>.log on this host; DIR/<step>.log is the latest.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only warnings.")
 @click.pass_context
 def worker_command(ctx: click.Context, store_url: str | None, runs: tuple[str, ...], jobs: int, lease: float,

@@ -9,7 +9,7 @@ exists to avoid. Callers that need the old value keep a deep copy themselves.
     init        {id, task, units, launch?, requiredPhases?, requireValidation?}
     base        {doc, reason}            adopt a whole document (seed import, external edit)
     begin       {launch?, clock?}        (re)open a run for a new runner session
-    unit        {unit, state, note?, deps?, attempt?, fields?}
+    unit        {unit, state, note?, deps?, attempt?, fields?}  (only fields, state as it was: stamps kept)
     invalidate  {unit, reason}           the only way a done unit goes back to pending
     phase       {phase, state}
     item        {items}
@@ -153,6 +153,10 @@ def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
         clash = sorted(set(fields) & RESERVED_UNIT_KEYS)
         if clash:
             raise InvalidInputError(f"unit fields may not set {', '.join(clash)}")
+    # A restatement of a unit's state that only sets fields (the runner marking a step removed
+    # from its job file, or back) is no new start or finish: its stamps stay as they were.
+    restated = bool(fields) and attempt is None and deps is None and ev.get("note") is None \
+        and isinstance(unit, dict) and unit.get("status") == state
     # Checks are over; mutate.
     upgrade(doc)
     if units is None:
@@ -167,14 +171,15 @@ def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
         unit["note"] = note
     if deps is not None:
         unit["dependsOn"] = deps
-    if state == "in_progress":
-        unit.setdefault("startedAt", at)
-        # A unit re-entering work is no longer finished (the seed left a stale finishedAt).
-        unit.pop("finishedAt", None)
-    elif state == "pending":
-        unit.pop("finishedAt", None)
-    if state in UNIT_FINISH_STATES:
-        unit["finishedAt"] = at
+    if not restated:
+        if state == "in_progress":
+            unit.setdefault("startedAt", at)
+            # A unit re-entering work is no longer finished (the seed left a stale finishedAt).
+            unit.pop("finishedAt", None)
+        elif state == "pending":
+            unit.pop("finishedAt", None)
+        if state in UNIT_FINISH_STATES:
+            unit["finishedAt"] = at
     if attempt is not None:
         attempts = unit.get("attempts")
         if not isinstance(attempts, list):

@@ -38,7 +38,14 @@ def shquote(token: str) -> str:
 
 def resume_set(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The seed-shaped resume set ``{skip, eligible, dep_blocked: {unit: root}}``, null-safe, in
-    O(N), without the planner's diagnostics (their cycle search is not worth a status view's time)."""
+    O(N), without the planner's diagnostics (their cycle search is not worth a status view's time).
+    Units of steps removed from the job file are left out: a re-run will not run them, and the
+    view counts them in no done/total (the seed's own ``resume`` verb still lists every unit)."""
+    units = doc.get("units")
+    if isinstance(units, dict) and any(isinstance(u, dict) and u.get("removed") is True
+                                       for u in units.values()):
+        kept = {uid: u for uid, u in units.items() if not (isinstance(u, dict) and u.get("removed") is True)}
+        doc = {**doc, "units": kept}
     return plan.resume_set(doc, diagnostics=False)
 
 

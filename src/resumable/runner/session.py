@@ -17,7 +17,7 @@ from resumable.core import verbs
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
 from resumable.runner import explain, process
-from resumable.runner.conclude import conclude
+from resumable.runner.conclude import conclude, removed_count, summary_of
 from resumable.runner.jobfile import DEFAULT_GRACE, DEFAULT_JOB_FILE, Job, Step, load_job_file
 from resumable.runner.jobflags import job_from_flags
 from resumable.runner.options import RunOptions
@@ -212,16 +212,20 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         if job.reconcile is not None and reconcile(job, writer, doc, reporter):
             units = _units(writer.doc) or units
         decisions = explain.plan(job, units, force=opts.force)
-        if not closing and nothing_to_do(job, doc, decisions, launch):
+        marks = removal_marks(job, units)
+        if not closing and not marks and nothing_to_do(job, doc, decisions, launch):
             # As make with nothing to do: no write at all (a 100,000-step run would otherwise
             # rewrite its whole snapshot to record that nothing happened).
             reporter.start(job, decisions, {})
             reporter.close()
-            print(f"{job.name}: done ({len(decisions)} skipped)")
+            removed = removed_count(units, {s.id for s in job.steps})
+            print(f"{job.name}: done ({summary_of({'skipped': len(decisions)}, removed)})")
             return 0
         writer.begin(launch)
         # One batch (one flush) for every step's bookkeeping before the work starts, however many.
-        prepare: list[dict[str, Any]] = []
+        # Removal marks come first: each restates its unit's state as planned, before an
+        # invalidation below may change that state.
+        prepare: list[dict[str, Any]] = marks
         for s in job.steps:
             d = decisions[s.id]
             if d.invalidate:
@@ -232,9 +236,21 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
             writer.write(f"{len(prepare)} step(s) to run: invalidations and new units", prepare, lazy=True)
 
         logs_dir = os.path.abspath(opts.logs_dir) if opts.logs_dir else handle.log_dir()
+        warned: list[str] = []
 
         def log_path(step: Step, n: int) -> str:
-            return step.log or os.path.join(logs_dir, f"{step.id}.{n}.log")
+            if step.log:
+                return step.log
+            numbered = os.path.join(logs_dir, f"{step.id}.{n}.log")
+            if opts.logs_dir:
+                # The seed's name for a step's log, DIR/<id>.log, is the latest attempt's.
+                from resumable.runner import latestlog
+
+                problem = latestlog.point(numbered, latestlog.latest_name(logs_dir, step.id))
+                if problem is not None and not warned:
+                    warned.append(problem)  # once: a filesystem without hard links fails them all
+                    reporter.warn(problem)
+            return numbered
 
         jobs = opts.jobs if opts.jobs > 0 else (os.cpu_count() or 1)
         sched = Scheduler(
@@ -263,6 +279,24 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         return code
     finally:
         lease.release()
+
+
+def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Events marking the units of steps the job file no longer has ``removed`` (status shows them
+    apart and counts them in no done/total, as the runner's summary does), and clearing the mark of
+    a step that came back. A unit keeps its state and stamps either way: a step that comes back
+    done, with the same fingerprint, is skipped as done. Pure."""
+    from resumable.core.model import UNIT_STATES
+
+    steps = {s.id for s in job.steps}
+    out: list[dict[str, Any]] = []
+    for uid, unit in units.items():
+        if not isinstance(unit, dict) or unit.get("status") not in UNIT_STATES:
+            continue  # malformed: shown as such by status, not restated here
+        removed = unit.get("removed") is True
+        if (uid not in steps) != removed:
+            out.append(verbs.unit(uid, unit["status"], fields={"removed": not removed}))
+    return out
 
 
 def nothing_to_do(job: Job, doc: Mapping[str, Any], decisions: Mapping[str, explain.Decision],

@@ -187,8 +187,16 @@ class Worker:
             self.sink.warn(message)
 
     def _log_path(self, run_id: str, step_id: str, n: int) -> str:
-        base = self.opts.logs_dir or os.path.join(self.queue.local_dir(), run_id, "logs")
-        return os.path.join(os.path.abspath(base), f"{step_id}.{n}.log")
+        base = os.path.abspath(self.opts.logs_dir or os.path.join(self.queue.local_dir(), run_id, "logs"))
+        numbered = os.path.join(base, f"{step_id}.{n}.log")
+        if self.opts.logs_dir:
+            # As `resumable run --logs-dir`: DIR/<id>.log is the latest attempt's log.
+            from resumable.runner import latestlog
+
+            problem = latestlog.point(numbered, latestlog.latest_name(base, step_id))
+            if problem is not None:
+                self._warn_once(f"step logs: {problem}")
+        return numbered
 
     def _heartbeat(self, now: float) -> None:
         mine = [a.claim for a in self.running.values() if not a.lost]

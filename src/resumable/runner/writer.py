@@ -38,6 +38,8 @@ class SafeWriter:
     queue: deque[_Pending] = field(default_factory=deque)
     warned: bool = False
     dropped: list[str] = field(default_factory=list)  # refused on replay: reported, not retried
+    # Why the queued writes are still queued: the last failure (disk full, permissions, I/O).
+    last_error: StoreError | OSError | None = None
 
     @property
     def doc(self) -> dict[str, Any]:
@@ -60,7 +62,8 @@ class SafeWriter:
                 # Not a passing failure: the run's state cannot be read, so which steps are done is
                 # unknown, and going on would run done steps again.
                 raise
-            except (StoreError, OSError):
+            except (StoreError, OSError) as exc:
+                self.last_error = exc
                 self._refresh()
                 return False
             self.queue.popleft()
@@ -116,6 +119,16 @@ class SafeWriter:
 
     def unsaved(self) -> list[str]:
         return [p.what for p in self.queue]
+
+    def disk_full(self) -> bool:
+        """Whether the writes still queued failed for want of space (ENOSPC, EDQUOT)."""
+        import errno
+
+        from resumable.errors import DiskFullError
+
+        exc = self.last_error
+        return isinstance(exc, DiskFullError) or (
+            isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT))
 
 
 def _clocked(event: Event) -> Event:

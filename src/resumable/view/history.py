@@ -32,6 +32,9 @@ def describe(event: dict[str, Any]) -> str:
                 facts.append(f"exit {attempt.get('exitCode')}")
         if event.get("deps") is not None:
             facts.append(f"deps {','.join(map(str, event.get('deps') or [])) or '-'}")
+        fields = event.get("fields")
+        if isinstance(fields, dict) and isinstance(fields.get("removed"), bool):
+            facts.append("removed from the job" if fields["removed"] else "back in the job")
         if facts:
             text += f" ({', '.join(facts)})"
         if event.get("note"):

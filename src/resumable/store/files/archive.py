@@ -17,12 +17,14 @@ from resumable.store.files.layout import RunFiles, files_for, translate
 from resumable.store.files.loader import load
 from resumable.store.files.lock import held_lock
 
-_SUFFIXES = (".json", ".journal.jsonl", ".d")
+_SUFFIXES = (".json", ".journal.jsonl", ".d", ".events.jsonl")
 
 
 def delete_run(files: RunFiles) -> list[str]:
     """Delete a run's snapshot, journal and data directory (logs) under the run's lock; the lock
-    file itself stays (it is never unlinked). Returns the names of what was deleted."""
+    file itself stays (it is never unlinked). The seed's event log, a file resumable did not write,
+    is moved into the archive rather than deleted (left in place, it would bring the run back).
+    Returns the names of what was deleted or moved."""
     removed: list[str] = []
     if not os.path.isdir(files.dir):
         return removed
@@ -40,6 +42,9 @@ def delete_run(files: RunFiles) -> list[str]:
 
             shutil.rmtree(files.data_dir, ignore_errors=True)
             removed.append(os.path.basename(files.data_dir) + "/")
+        if os.path.lexists(files.events):
+            moved = park_event_log(files)
+            removed.append(f"{os.path.basename(files.events)} (moved to {moved})")
         try:
             fsio.fsync_dir(files.dir)
         except OSError as exc:
@@ -105,6 +110,8 @@ def archive_run(files: RunFiles) -> str:
             fsio.rename_noclobber(files.journal, base + ".journal.jsonl", dst_dir_fd=afd)
         if is_real_dir(files.data_dir):
             fsio.rename_noclobber_dir(files.data_dir, base + ".d", dst_dir_fd=afd)
+        if os.path.lexists(files.events):  # moved, never rewritten: its bytes stay the seed's
+            fsio.rename_noclobber(files.events, base + ".events.jsonl", dst_dir_fd=afd)
         fsio.fsync_fd(afd, archive)
         fsio.fsync_dir(files.dir)
     except OSError as exc:
@@ -112,6 +119,25 @@ def archive_run(files: RunFiles) -> str:
     finally:
         os.close(afd)
     return base
+
+
+def park_event_log(files: RunFiles) -> str:
+    """Move the seed's event log of a run into ``<dir>/archive`` (never overwriting anything there);
+    returns where it went. Raises StoreError."""
+    try:
+        archive, afd = open_archive(files)
+    except OSError as exc:
+        raise translate(exc, f"cannot move {files.events} into {os.path.join(files.dir, 'archive')}") from exc
+    try:
+        target = archive_base(files, archive, afd) + ".events.jsonl"
+        fsio.rename_noclobber(files.events, target, dst_dir_fd=afd)
+        fsio.fsync_fd(afd, archive)
+        fsio.fsync_dir(files.dir)
+    except OSError as exc:
+        raise translate(exc, f"cannot move {files.events} into {archive}") from exc
+    finally:
+        os.close(afd)
+    return target
 
 
 # --- gc --------------------------------------------------------------------------------------

@@ -18,7 +18,16 @@ from resumable import fsio
 from resumable.errors import CorruptRunError
 from resumable.store.files import journal, snapshot
 from resumable.store.files.layout import RunFiles, translate
-from resumable.store.files.loader import Loaded, load, pread_all, read_journal, read_range, replay, stat_key
+from resumable.store.files.loader import (
+    Loaded,
+    events_key,
+    load,
+    pread_all,
+    read_journal,
+    read_range,
+    replay,
+    stat_key,
+)
 
 
 class Cursor:
@@ -89,6 +98,10 @@ class Cursor:
         state = self.state
         if state is None:
             return self.full_load()
+        if events_key(self.files) != state.events_stat:
+            # The seed's event log appeared or grew (or went): what it holds is judged against the
+            # run afresh (seed_adopt), as a fresh load would.
+            return self.full_load()
         if self.locked and self.unverified is not None:
             start, length, crc = self.unverified
             self.unverified = None
@@ -121,6 +134,10 @@ class Cursor:
             except CorruptRunError:
                 # Possibly a transient view (bytes of a rolled-back record): reload from scratch,
                 # which reports the corruption for real if it is real.
+                return self.full_load()
+            if state.adopt is not None and any(ev.get("t") == "base" for _, ev in scan.records):
+                # Another process adopted a base meanwhile: this one's pending adoption was judged
+                # against a document that is no longer the run's. Judge again from scratch.
                 return self.full_load()
             if scan.records:
                 state.seq = scan.records[-1][0]

@@ -38,7 +38,7 @@ class FileRunHandle:
         return self.writer.snapshot_error
 
     def exists(self) -> bool:
-        return os.path.lexists(self.files.snapshot) or os.path.lexists(self.files.journal)
+        return self.writer.exists()
 
     def load(self) -> dict[str, Any] | None:
         return self.writer.current().doc
@@ -75,7 +75,7 @@ class FileRunHandle:
 
     def change_token(self) -> Hashable:
         out: list[int] = []
-        for path in (self.files.snapshot, self.files.journal):
+        for path in (self.files.snapshot, self.files.journal, self.files.events):
             try:
                 st = os.stat(path, follow_symlinks=False)
                 out += [st.st_ino, st.st_size, st.st_mtime_ns]

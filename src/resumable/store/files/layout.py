@@ -8,6 +8,8 @@ Files of a run with stem S (``<runs-dir>/<id>``, or a ``.json`` path given by th
     S.lock            flock lock file serialising writers; never unlinked (see lock.py)
     S.runner.lock     the runner lease (see lease.py)
     S/                per-run data (the runner's logs)
+    S.events.jsonl    the ulpi seed's opt-in event log: read, adopted when ahead, never written
+                      (see seed_adopt.py)
 
 Paths are plain strings here and in the store: pathlib's import alone costs more than a small
 write, and `resumable unit` is called from shell loops thousands of times.
@@ -90,7 +92,7 @@ def create_runs_dir(path: str) -> None:
 class RunFiles:
     """The paths of one run's files (strings)."""
 
-    __slots__ = ("by_id", "data_dir", "dir", "journal", "lock", "runner_lock", "snapshot", "stem")
+    __slots__ = ("by_id", "data_dir", "dir", "events", "journal", "lock", "runner_lock", "snapshot", "stem")
 
     def __init__(self, snapshot_path: str, *, by_id: bool = False) -> None:
         head, name = os.path.split(snapshot_path)
@@ -101,6 +103,7 @@ class RunFiles:
         self.lock = os.path.join(head, f"{self.stem}.lock")
         self.runner_lock = os.path.join(head, f"{self.stem}.runner.lock")
         self.data_dir = os.path.join(head, self.stem)  # runner logs and other per-run files
+        self.events = os.path.join(head, f"{self.stem}.events.jsonl")  # the seed's eventLogPath
         self.by_id = by_id  # named by id (inside the runs dir), not by a .json path
 
 

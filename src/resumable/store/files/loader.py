@@ -2,7 +2,8 @@
 
 Readers take no lock. A final journal line without a newline is a write in flight (ignored); a
 snapshot another program edited is detected by its marker and reported as such, for the writer to
-adopt; a missing or unreadable snapshot is rebuilt in memory from the whole journal.
+adopt; a missing or unreadable snapshot is rebuilt in memory from the whole journal; a seed event
+log ahead of all that is replayed and marked for adoption (seed_adopt).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
 class Loaded:
     """What a load found; the writer keeps it up to date between its writes."""
 
-    __slots__ = ("adopt", "applied", "doc", "journal_exists", "offset", "seq", "snap_offset",
-                 "snap_seq", "snap_size", "snap_stat", "torn")
+    __slots__ = ("adopt", "applied", "doc", "events_stat", "journal_exists", "offset", "seq",
+                 "snap_offset", "snap_seq", "snap_size", "snap_stat", "torn")
 
     def __init__(
         self,
@@ -52,10 +53,14 @@ class Loaded:
         self.snap_size = snap_size
         self.snap_stat = snap_stat  # (ino, size, mtime_ns) of the snapshot we last saw
         self.snap_offset = snap_offset  # journal offset the snapshot reflects (0: unknown)
-        self.adopt = adopt  # "import" (seed file, no journal) / "external-edit": base record due
+        # "import" (seed file, no journal) / "external-edit" / "adopted <log>: ...": base record due
+        self.adopt = adopt
         # (offset, length, crc32) of the journal bytes this load applied, so a writer can check
         # later, under the lock, that what a lock-free load read is still there.
         self.applied = applied
+        # (ino, size, mtime_ns) of the seed's event log when this state was compared with it
+        # (None: there was none); a catch-up that finds it changed loads afresh.
+        self.events_stat: tuple[int, int, int] | None = None
 
 
 def stat_key(st: os.stat_result) -> tuple[int, int, int]:
@@ -81,8 +86,34 @@ def replay(
     return doc
 
 
+def events_key(files: RunFiles) -> tuple[int, int, int] | None:
+    """The seed event log's identity, or None when there is none: one lstat, the whole cost of a
+    run without a log (nearly every run)."""
+    try:
+        return stat_key(os.lstat(files.events))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise translate(exc, f"cannot read {files.events}") from exc
+
+
 def load(files: RunFiles) -> Loaded:
-    """Snapshot + journal records after it, without writing anything."""
+    """Snapshot + journal records after it, without writing anything; when the seed's event log
+    is ahead of that, its document, marked for adoption by the next write (seed_adopt)."""
+    events = events_key(files)
+    loaded = _load(files)
+    if events is not None:
+        from resumable.store.files import seed_adopt  # hashlib & co.: only for runs with a log
+
+        adoption = seed_adopt.consider(files, loaded.doc)
+        if adoption is not None:
+            loaded.doc = adoption.doc
+            loaded.adopt = adoption.reason
+        loaded.events_stat = events
+    return loaded
+
+
+def _load(files: RunFiles) -> Loaded:
     snap_bytes: bytes | None = None
     snap_stat = None
     try:

@@ -62,15 +62,22 @@ def _replace(files: RunFiles, record: bytes, archive: str, afd: int) -> str:
 
 
 def move_old_logs(files: RunFiles, base: str) -> None:
-    """Old logs are part of neither run's state, so they move last, and failing to is harmless."""
-    if not is_real_dir(files.data_dir):
-        return  # none, or a link planted in its place: left alone
+    """Old logs (the step logs, the seed's event log of the old run) are part of neither run's
+    state, so they move last, and failing to is harmless (the new run's document is in no state
+    of the old event log's chain, so it is never adopted from it)."""
+    data_dir = is_real_dir(files.data_dir)  # False: none, or a link planted in its place: left alone
+    events = os.path.lexists(files.events)
+    if not data_dir and not events:
+        return
     try:
         archive, afd = open_archive(files)
     except OSError:
         return
     try:
-        fsio.rename_noclobber_dir(files.data_dir, base + ".d", dst_dir_fd=afd)
+        if data_dir:
+            fsio.rename_noclobber_dir(files.data_dir, base + ".d", dst_dir_fd=afd)
+        if events:
+            fsio.rename_noclobber(files.events, base + ".events.jsonl", dst_dir_fd=afd)
         fsio.fsync_fd(afd, archive)
     except OSError:
         pass

@@ -234,6 +234,17 @@ def apply_event(doc: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, A
     return out
 
 
+def apply_events(doc: Mapping[str, Any], events: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> dict[str, Any]:
+    """``applyEvent`` for each of ``events`` in turn (already verified records of a log), cloning
+    ``doc`` once rather than once per event."""
+    if not isinstance(doc, dict):
+        raise TransitionError("document and event must be JSON objects")
+    out: dict[str, Any] = _clone(doc)
+    for event in events:
+        _apply_in_place(out, event)
+    return out
+
+
 # ---- reading the log -------------------------------------------------------------------------------
 
 def _open_regular(path: str, what: str) -> int:
@@ -288,14 +299,17 @@ class Replayed:
     events: int
     discarded_tail_bytes: int
     after_hashes: tuple[str, ...]
+    # The transition records themselves (records[i] is line i + 2), kept only when asked for.
+    records: tuple[dict[str, Any], ...] = ()
 
     @property
     def last_hash(self) -> str:
         return self.after_hashes[-1]
 
 
-def replay(snapshot: str | os.PathLike[str]) -> Replayed:
-    """The seed's ``replayEventLog``: the document the log of ``snapshot`` describes, verified."""
+def replay(snapshot: str | os.PathLike[str], *, keep_records: bool = False) -> Replayed:
+    """The seed's ``replayEventLog``: the document the log of ``snapshot`` describes, verified.
+    ``keep_records`` also returns the transition records (to apply some of them elsewhere)."""
     log = event_log_path(snapshot)
     raw = _read_regular(log, "event log")
     keep = raw.rfind(b"\n") + 1
@@ -312,6 +326,7 @@ def replay(snapshot: str | os.PathLike[str]) -> Replayed:
     if first.get("afterHash") != current:
         raise CorruptRunError(f"event log {log} line 1: init hash does not match its document")
     hashes = [current]
+    kept: list[dict[str, Any]] = []
     for index in range(1, len(lines)):
         number = index + 1
         event = _record(lines[index], f"line {number}", log)
@@ -328,8 +343,10 @@ def replay(snapshot: str | os.PathLike[str]) -> Replayed:
         if event.get("afterHash") != current:
             raise CorruptRunError(f"event log {log} line {number} breaks the afterHash chain")
         hashes.append(current)
+        if keep_records:
+            kept.append(event)
     return Replayed(doc=doc, events=len(lines), discarded_tail_bytes=len(raw) - keep,
-                    after_hashes=tuple(hashes))
+                    after_hashes=tuple(hashes), records=tuple(kept))
 
 
 def _tail_line(log: str) -> bytes:

@@ -18,7 +18,7 @@ from resumable.errors import CorruptRunError, InvalidInputError, RefusedError
 from resumable.store.files import journal
 from resumable.store.files.cursor import Cursor
 from resumable.store.files.layout import RunFiles, missing_run, no_parent, translate
-from resumable.store.files.loader import Loaded
+from resumable.store.files.loader import Loaded, events_key
 from resumable.store.files.lock import RunLock
 from resumable.store.files.refresh import SnapshotView
 
@@ -47,12 +47,16 @@ class Writer:
         self.lock.close()
         self.cursor.forget()
 
-    def _exists(self) -> bool:
-        return os.path.lexists(self.files.snapshot) or os.path.lexists(self.files.journal)
+    def exists(self) -> bool:
+        # A seed event log alone is a run too: the seed's crash between its log's init record and
+        # its first snapshot leaves just that (seed_adopt rebuilds the document from it).
+        files = self.files
+        return os.path.lexists(files.snapshot) or os.path.lexists(files.journal) \
+            or os.path.lexists(files.events)
 
     def current(self) -> Loaded:
         """Catch up without writing and without the lock."""
-        if self.cursor.state is None and not self._exists():
+        if self.cursor.state is None and not self.exists():
             return self.cursor.full_load()
         return self.cursor.catch_up()
 
@@ -70,12 +74,16 @@ class Writer:
         for event in events:
             if not isinstance(event.get("at"), str):
                 event["at"] = stamp()
-        if not init and self.cursor.state is None and not self._exists():
+        if self.cursor.state is None:
             # Checked before taking the lock, whose file would otherwise be left behind by a write
-            # to a run that does not exist (bad input must change nothing on disk).
-            if not os.path.isdir(self.files.dir) and not self.files.by_id:
-                raise no_parent(self.files)
-            raise missing_run(self.files)
+            # to a run that does not exist, or whose seed event log cannot be verified (bad input
+            # must change nothing on disk). Loaded now, a log is only caught up with under the lock.
+            if events_key(self.files) is not None:
+                self.current()
+            elif not init and not self.exists():
+                if not os.path.isdir(self.files.dir) and not self.files.by_id:
+                    raise no_parent(self.files)
+                raise missing_run(self.files)
         self.lock.acquire(create_dir=init)
         self.cursor.locked = True
         try:
@@ -130,6 +138,10 @@ class Writer:
                 )
         pending: list[dict[str, Any]] = []
         if state.adopt is not None and state.doc is not None:
+            if state.adopt == "import" and state.events_stat is not None:
+                from resumable.store.files import seed_adopt  # only for a seed run with an event log
+
+                seed_adopt.note_in_sync(self.files, state.doc)
             # A copy: apply() below mutates the document in place, and the base record must hold
             # the document as adopted, not as it is after these events.
             adopted = jsonio.loads(jsonio.dumps(state.doc))
