@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -98,8 +99,20 @@ def test_runs_that_need_attention(tmp_path: Path) -> None:
     (runs / "future.json").write_text(json.dumps({"schemaVersion": 3, "id": "future", "status": "done",
                                                   "units": {}}))
     problems = lines_of(doctor(runs=runs, cwd=tmp_path), "problem")
-    assert any("run future has schemaVersion 3, newer than this resumable knows (2)" in p for p in problems)
+    assert any("run future has schemaVersion 3, newer than this resumable understands (2); upgrade resumable"
+               " — pip install -U resumable-runs" in p for p in problems), problems
     (runs / "future.json").unlink()
+    # a journal holding a record a newer resumable wrote: an upgrade, not damage
+    ok(cli("init", "later", "--task", "t", "--units", "a", runs=runs))
+    head = b'{"v":2,"seq":2,"t":"unit","unit":"a","shape":"of the future"'
+    with (runs / "later.journal.jsonl").open("ab") as f:
+        f.write(b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head)))
+    problems = lines_of(doctor(runs=runs, cwd=tmp_path), "problem")
+    later = [p for p in problems if "later.journal.jsonl" in p]
+    assert len(later) == 1 and "written by a newer resumable" in later[0], problems
+    assert "pip install -U resumable-runs" in later[0] and "cannot be read" not in later[0]
+    (runs / "later.json").unlink()
+    (runs / "later.journal.jsonl").unlink()
     # a seed tool's run is "running" with no runner at all: that is not a problem
     ok(cli("init", "agent", "--task", "t", runs=runs))
     assert len(lines_of(doctor(runs=runs, cwd=tmp_path), "problem")) == 2

@@ -24,7 +24,6 @@ import click
 from resumable import __version__, store
 from resumable.cli.errors import command_class
 from resumable.cli.hostinfo import Lease, carriers, lease_files, mount_of, proc_start
-from resumable.core.model import SCHEMA_VERSION
 from resumable.core.text import escape_controls
 from resumable.errors import ResumableError
 
@@ -35,6 +34,7 @@ OK, INFO, WARNING, PROBLEM = "ok", "info", "warning", "problem"
 MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
 NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre", "gpfs",
                         "afs", "beegfs", "davfs", "virtiofs"})
+UPGRADE = "pip install -U resumable-runs (or pipx upgrade resumable-runs)"
 _MAX_LINES = 20  # runs listed one per line before "... and N more"
 
 
@@ -313,17 +313,16 @@ def runs(backend: Backend, leases: dict[str, Lease]) -> list[Finding]:
     for entry in entries:
         doc = entry.doc
         rid = entry.run_id
+        if doc is None and entry.newer:
+            # Written by a newer resumable (its document or its journal records): refused, not damaged.
+            out.append(Finding("runs", PROBLEM, str(entry.error), UPGRADE))
+            continue
         if doc is None:
             out.append(Finding("runs", PROBLEM, f"{entry.location} cannot be read: {entry.error}",
                                "see the error; `resumable status` shows the file"))
             continue
         status = doc.get("status")
-        version = doc.get("schemaVersion")
-        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-            # Written by a newer resumable: this one refuses to write it and may misread it.
-            out.append(Finding("runs", PROBLEM, f"run {rid} has schemaVersion {version}, newer than this resumable"
-                               f" knows ({SCHEMA_VERSION})", "upgrade resumable: pip install -U resumable-runs"))
-        elif status == "needs_attention":
+        if status == "needs_attention":
             out.append(Finding("runs", PROBLEM, f"run {rid} needs attention",
                                f"`resumable status {rid}` says what failed; `resumable status {rid} --resume` how"
                                " to resume"))

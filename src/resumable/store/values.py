@@ -30,13 +30,16 @@ class Record:
 class RunEntry:
     """One run as a listing sees it: its document, or why it could not be read (``doc is None``)."""
 
-    __slots__ = ("doc", "error", "location", "name", "sort_key")
+    __slots__ = ("doc", "error", "location", "name", "newer", "sort_key")
 
-    def __init__(self, name: str, location: str, doc: Doc | None, error: str | None, sort_key: str) -> None:
+    def __init__(self, name: str, location: str, doc: Doc | None, error: str | None, sort_key: str, *,
+                 newer: bool = False) -> None:
         self.name = name  # what a user types to pick it (a file name in a runs directory, a run id)
         self.location = location  # where it lives, for people
         self.doc = doc
         self.error = error
+        # Unreadable because a newer resumable wrote it (NewerFormatError): upgrading is the remedy.
+        self.newer = newer
         self.sort_key = sort_key  # newest first: updatedAt, else createdAt, else the store's own time
 
     @property
