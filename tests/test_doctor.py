@@ -186,6 +186,23 @@ def test_stale_temp_files(tmp_path: Path) -> None:
     assert (runs / f".r.json.tmp.{dead}").exists()  # reported, never removed
 
 
+def test_a_runner_lease_from_a_newer_resumable(tmp_path: Path) -> None:
+    """`resumable run` refuses it (tests/test_runner_lease.py); doctor says so, and does not read
+    the secrets in it as this format's."""
+    runs = tmp_path / "runs"
+    finished_run(runs)
+    (runs / "r.runner.lock").write_text(json.dumps({"v": 3, "pid": 1, "host": "h", "secret": "s"}))
+    proc = doctor(runs=runs, cwd=tmp_path)
+    assert proc.returncode == 1
+    [problem] = lines_of(proc, "problem")
+    assert (f"run r: its runner lease {runs / 'r.runner.lock'} was written by a newer resumable (format 3, this"
+            " one reads up to 2) — pip install -U resumable-runs") in problem
+    assert hostinfo.lease_files(str(runs))["r"].newer == 3
+    (runs / "r.runner.lock").write_text(json.dumps({"v": 2, "pid": 1, "host": "h"}))
+    assert hostinfo.lease_files(str(runs))["r"].newer is None
+    assert doctor(runs=runs, cwd=tmp_path).returncode == 0
+
+
 def test_a_runs_directory_others_may_write(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     finished_run(runs)

@@ -23,9 +23,10 @@ import click
 
 from resumable import __version__, store
 from resumable.cli.errors import command_class
-from resumable.cli.hostinfo import Lease, carriers, lease_files, mount_of, proc_start
+from resumable.cli.hostinfo import LEASE_SUFFIX, Lease, carriers, lease_files, mount_of, proc_start
 from resumable.core.text import escape_controls
 from resumable.errors import ResumableError
+from resumable.store.values import LEASE_FORMAT
 
 if TYPE_CHECKING:
     from resumable.store.backend import Backend
@@ -278,7 +279,15 @@ def filesystem(root: str) -> list[Finding]:
 
 def leftovers(root: str, leases: dict[str, Lease]) -> list[Finding]:
     out = []
-    dead = {s: lease for lease in leases.values() if lease.held is False for s in lease.secrets()}
+    for lease in sorted(leases.values(), key=lambda lease: lease.run_id):
+        version = lease.newer
+        if version is not None:
+            # `resumable run` refuses it; what it says dead runners left is in a format not ours.
+            out.append(Finding("leftovers", PROBLEM, f"run {lease.run_id}: its runner lease"
+                               f" {os.path.join(root, lease.run_id + LEASE_SUFFIX)} was written by a newer"
+                               f" resumable (format {version}, this one reads up to {LEASE_FORMAT})", UPGRADE))
+    dead = {s: lease for lease in leases.values() if lease.held is False and lease.newer is None
+            for s in lease.secrets()}
     for secret, pids in sorted(carriers(set(dead)).items(), key=lambda kv: dead[kv[0]].run_id):
         run_id = dead[secret].run_id
         out.append(Finding("leftovers", PROBLEM, f"run {run_id}: {len(pids)} process(es) started by a runner that is"

@@ -16,6 +16,11 @@ else:
     Event = Doc = dict
 
 
+# The format (``v``) of the file store's runner lease file (``store.files.lease``); `resumable doctor`,
+# which reads lease files without taking them, judges them by it too.
+LEASE_FORMAT = 2
+
+
 class Record:
     """One entry of a run's history: its sequence number, the event, and the stored text."""
 
