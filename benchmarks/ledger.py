@@ -9,7 +9,7 @@ For a CLI ``write`` and ``read`` (real processes, median of ``--repeat`` calls):
 at 10 and at 10,000 checkpoints under one ticket (one run directory: the worst case for scanning).
 Then ``resumable checkpoint list`` of the 10,000 (floor: under 2 s), and the seed's approach to it.
 
-The seed's approach needs Pydantic: ``pip install 'resumable[bench]'`` (or ``pip install pydantic``).
+The seed's approach needs Pydantic: ``pip install 'resumable-runs[bench]'`` (or ``pip install pydantic``).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def main() -> int:
     try:
         import pydantic  # noqa: F401
     except ImportError:
-        print("benchmarks.ledger needs Pydantic for the seed's approach: pip install 'resumable[bench]' "
+        print("benchmarks.ledger needs Pydantic for the seed's approach: pip install 'resumable-runs[bench]' "
               "(or: pip install pydantic)", file=sys.stderr)
         return 2
     python = sys.executable

@@ -3,6 +3,7 @@ and the one-line stderr; plus help, version, README coverage and `python -m resu
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -18,8 +19,27 @@ from corehelpers import RESUMABLE, assert_error, cli, ok, records, snapshot_file
 from resumable.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
+# Every command `resumable --help` lists, in its order (test_the_command_list_is_the_clis keeps it so).
 COMMANDS = ["init", "unit", "phase", "get", "resume", "item", "resolve", "validation", "finalize", "gc", "run",
-            "status", "report"]
+            "status", "report", "log", "reconcile", "checkpoint", "guard", "rerun", "completion", "doctor",
+            "submit", "worker", "db", "export", "import"]
+# Commands the README does not show yet (docs/ describes them; the README is being merged with
+# docs/). Their README test is expected to fail until then; remove a command here once it is shown.
+def _subcommands() -> list[tuple[str, str]]:
+    """(group, subcommand) for every command that is a group of commands (checkpoint, guard, db)."""
+    import click
+
+    from resumable.cli.main import LAZY_COMMANDS
+
+    out = []
+    for name, (module, attr, _) in LAZY_COMMANDS.items():
+        command = getattr(importlib.import_module(module), attr)
+        if isinstance(command, click.Group):
+            out += [(name, sub) for sub in command.list_commands(click.Context(command))]
+    return out
+
+
+SUBCOMMANDS = _subcommands()
 USAGE_RE = "usage: resumable <init|unit|phase|get|resume|item|resolve|validation|finalize|gc>"
 
 
@@ -47,18 +67,34 @@ def test_help_lists_every_command(tmp_path: Path) -> None:
     assert ok(cli("-h", cwd=tmp_path)) == out
 
 
+def test_the_command_list_is_the_clis() -> None:
+    """A command added to the CLI without being added here would go untested for help and README."""
+    from resumable.cli.main import LAZY_COMMANDS, VERBS
+
+    assert [*VERBS, *LAZY_COMMANDS] == COMMANDS
+    assert {group for group, _ in SUBCOMMANDS} == {"checkpoint", "guard", "db"}
+
+
 @pytest.mark.parametrize("cmd", COMMANDS)
 def test_every_command_has_help(cmd: str, tmp_path: Path) -> None:
-    out = ok(cli(cmd, "--help", cwd=tmp_path))
+    out = ok(cli(cmd, "--help", cwd=tmp_path))  # exit 0, nothing on stderr (no traceback)
     assert out.startswith(f"Usage: resumable {cmd}")
     assert len(out.splitlines()) >= 3
+    assert ok(cli(cmd, "-h", cwd=tmp_path)) == out
     assert not list(tmp_path.iterdir())  # help creates nothing
 
 
-def test_every_command_appears_in_the_readme() -> None:
-    readme = (ROOT / "README.md").read_text()
-    missing = [cmd for cmd in COMMANDS if f"resumable {cmd}" not in readme]
-    assert not missing, f"README.md does not show: {missing}"
+@pytest.mark.parametrize(("group", "sub"), SUBCOMMANDS, ids=[f"{g}-{s}" for g, s in SUBCOMMANDS])
+def test_every_subcommand_has_help(group: str, sub: str, tmp_path: Path) -> None:
+    out = ok(cli(group, sub, "--help", cwd=tmp_path))
+    assert out.startswith(f"Usage: resumable {group} {sub}")
+    assert len(out.splitlines()) >= 3
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_every_command_appears_in_the_readme(cmd: str) -> None:
+    assert f"resumable {cmd}" in (ROOT / "README.md").read_text(), f"README.md does not show `resumable {cmd}`"
 
 
 def test_readme_has_the_exit_code_table() -> None:

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -98,8 +99,20 @@ def test_runs_that_need_attention(tmp_path: Path) -> None:
     (runs / "future.json").write_text(json.dumps({"schemaVersion": 3, "id": "future", "status": "done",
                                                   "units": {}}))
     problems = lines_of(doctor(runs=runs, cwd=tmp_path), "problem")
-    assert any("run future has schemaVersion 3, newer than this resumable knows (2)" in p for p in problems)
+    assert any("run future has schemaVersion 3, newer than this resumable understands (2); upgrade resumable"
+               " — pip install -U resumable-runs" in p for p in problems), problems
     (runs / "future.json").unlink()
+    # a journal holding a record a newer resumable wrote: an upgrade, not damage
+    ok(cli("init", "later", "--task", "t", "--units", "a", runs=runs))
+    head = b'{"v":2,"seq":2,"t":"unit","unit":"a","shape":"of the future"'
+    with (runs / "later.journal.jsonl").open("ab") as f:
+        f.write(b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head)))
+    problems = lines_of(doctor(runs=runs, cwd=tmp_path), "problem")
+    later = [p for p in problems if "later.journal.jsonl" in p]
+    assert len(later) == 1 and "written by a newer resumable" in later[0], problems
+    assert "pip install -U resumable-runs" in later[0] and "cannot be read" not in later[0]
+    (runs / "later.json").unlink()
+    (runs / "later.journal.jsonl").unlink()
     # a seed tool's run is "running" with no runner at all: that is not a problem
     ok(cli("init", "agent", "--task", "t", runs=runs))
     assert len(lines_of(doctor(runs=runs, cwd=tmp_path), "problem")) == 2
@@ -171,6 +184,23 @@ def test_stale_temp_files(tmp_path: Path) -> None:
     [warning] = [line for line in lines_of(proc, "warning") if "leftovers" in line]
     assert f"1 temp file(s) left by killed writers in {runs} (.r.json.tmp.{dead})" in warning
     assert (runs / f".r.json.tmp.{dead}").exists()  # reported, never removed
+
+
+def test_a_runner_lease_from_a_newer_resumable(tmp_path: Path) -> None:
+    """`resumable run` refuses it (tests/test_runner_lease.py); doctor says so, and does not read
+    the secrets in it as this format's."""
+    runs = tmp_path / "runs"
+    finished_run(runs)
+    (runs / "r.runner.lock").write_text(json.dumps({"v": 3, "pid": 1, "host": "h", "secret": "s"}))
+    proc = doctor(runs=runs, cwd=tmp_path)
+    assert proc.returncode == 1
+    [problem] = lines_of(proc, "problem")
+    assert (f"run r: its runner lease {runs / 'r.runner.lock'} was written by a newer resumable (format 3, this"
+            " one reads up to 2) — pip install -U resumable-runs") in problem
+    assert hostinfo.lease_files(str(runs))["r"].newer == 3
+    (runs / "r.runner.lock").write_text(json.dumps({"v": 2, "pid": 1, "host": "h"}))
+    assert hostinfo.lease_files(str(runs))["r"].newer is None
+    assert doctor(runs=runs, cwd=tmp_path).returncode == 0
 
 
 def test_a_runs_directory_others_may_write(tmp_path: Path) -> None:

@@ -54,6 +54,34 @@ def test_the_distribution_name_and_the_import_name() -> None:
     assert PYPROJECT["tool"]["setuptools"]["script-files"] == ["scripts/resumable"]
 
 
+def test_install_hints_name_the_distribution() -> None:
+    """`pip install 'resumable[postgres]'` installs an unrelated package (it owns the name on the
+    package index): every hint names the distribution, never the import name."""
+    wrong = re.compile(r"(?<![\w./-])resumable\[")
+    found = []
+    for top in ("src", "benchmarks", "docs", "scripts", "examples", "README.md", "CHANGELOG.md"):
+        path = ROOT / top
+        files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file()]
+        for f in files:
+            try:
+                text = f.read_text()
+            except (UnicodeDecodeError, OSError):
+                continue
+            found += [f"{f.relative_to(ROOT)}:{n}" for n, line in enumerate(text.splitlines(), 1)
+                      if wrong.search(line)]
+    assert not found, found
+
+
+def test_a_missing_psycopg_names_the_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    from resumable.errors import UsageError
+    from resumable.store.postgres import connect_backend
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` now raises ImportError
+    with pytest.raises(UsageError) as info:
+        connect_backend("postgresql://u@127.0.0.1:9/db")
+    assert str(info.value) == f"the PostgreSQL store needs psycopg: pip install '{DIST}[postgres]'"
+
+
 def test_the_changelog_starts_with_this_version() -> None:
     text = (ROOT / "CHANGELOG.md").read_text()
     releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2}|unreleased)$", text, re.M)

@@ -19,7 +19,7 @@ import os
 from resumable import store
 from resumable.core import verbs
 from resumable.core.model import check_run_id, default_run_id, summary
-from resumable.errors import InvalidInputError, NoRunError, RefusedError
+from resumable.errors import InvalidInputError, NewerFormatError, NoRunError, RefusedError, ResumableError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -183,8 +183,20 @@ class Run:
         event = verbs.init(task, run_id, units=units, launch=launch, required_phases=required_phases,
                            require_validation=require_validation)
         self._refuse_under_a_runner("init")
+        self._refuse_newer_run()
         self._commit(event)
         return run_id
+
+    def _refuse_newer_run(self) -> None:
+        """NewerFormatError when the run in place was written by a newer resumable: an init would
+        archive it on the strength of a status this version cannot vouch it understands."""
+        try:
+            if self.handle.exists():
+                self.handle.load()  # the store's handles refuse a newer run on load
+        except NewerFormatError:
+            raise
+        except ResumableError:
+            pass  # a damaged run in place is the store's to judge, under the run's lock
 
     def begin(self, launch: dict[str, Any] | None = None) -> None:
         """(Re)open the run for a new working session: status running, launch recorded."""

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pgtests import RESUMABLE, assert_error, base_env, cli, create_database, drop_database, ok, sql
+from pgtests import RESUMABLE, assert_error, base_env, cli, create_database, db_state, drop_database, ok, sql
 from storecase import clean
 
 
@@ -48,6 +48,29 @@ def test_a_newer_schema_is_refused_in_one_line(fresh_db: str) -> None:
         assert_error(cli(*args, env=env), 1, "has resumable schema version 7, newer than this resumable knows (1)",
                      "upgrade resumable")
     assert sql(fresh_db, "SELECT * FROM resumable_events ORDER BY 1, 2") == before
+
+
+def test_a_run_with_a_newer_schema_version_is_refused_by_readers_and_writers(pg_url: str) -> None:
+    """As in a runs directory (tests/test_newer_formats.py): a run document a newer resumable
+    wrote is refused in one line, never shown, resumed, written or archived."""
+    clean(pg_url)
+    env = base_env(RESUMABLE_STORE=pg_url)
+    ok(cli("init", "r", "--task", "t", "--units", "a,b", env=env))
+    ok(cli("unit", "r", "a", "done", env=env))
+    ok(cli("finalize", "r", "aborted", env=env))
+    doc = json.loads(ok(cli("get", "r", env=env)))
+    doc["schemaVersion"] = 7
+    sql(pg_url, "INSERT INTO resumable_snapshots (run_pk, seq, doc) SELECT pk, seq, %s FROM resumable_runs"
+                " WHERE id = 'r' ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc",
+        (json.dumps(doc),))
+    before = db_state(pg_url)
+    message = "run r has schemaVersion 7, newer than this resumable understands (2); upgrade resumable"
+    for args in (["get", "r"], ["resume", "r"], ["status", "r"], ["status"], ["report", "r", "-o", "-"],
+                 ["unit", "r", "b", "done"], ["finalize", "r", "done"], ["init", "r", "--task", "again"]):
+        assert_error(cli(*args, env=env), 1, message)
+    assert f"(unreadable: {message})" in ok(cli("status", "--list", env=env))
+    assert ok(cli("gc", "--keep-days", "0", env=env)).startswith("0 archived")
+    assert db_state(pg_url) == before
 
 
 def test_concurrent_first_uses_apply_the_schema_once(fresh_db: str) -> None:

@@ -23,10 +23,10 @@ import click
 
 from resumable import __version__, store
 from resumable.cli.errors import command_class
-from resumable.cli.hostinfo import Lease, carriers, lease_files, mount_of, proc_start
-from resumable.core.model import SCHEMA_VERSION
+from resumable.cli.hostinfo import LEASE_SUFFIX, Lease, carriers, lease_files, mount_of, proc_start
 from resumable.core.text import escape_controls
 from resumable.errors import ResumableError
+from resumable.store.values import LEASE_FORMAT
 
 if TYPE_CHECKING:
     from resumable.store.backend import Backend
@@ -35,6 +35,7 @@ OK, INFO, WARNING, PROBLEM = "ok", "info", "warning", "problem"
 MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
 NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre", "gpfs",
                         "afs", "beegfs", "davfs", "virtiofs"})
+UPGRADE = "pip install -U resumable-runs (or pipx upgrade resumable-runs)"
 _MAX_LINES = 20  # runs listed one per line before "... and N more"
 
 
@@ -275,7 +276,15 @@ def filesystem(root: str) -> list[Finding]:
 
 def leftovers(root: str, leases: dict[str, Lease]) -> list[Finding]:
     out = []
-    dead = {s: lease for lease in leases.values() if lease.held is False for s in lease.secrets()}
+    for lease in sorted(leases.values(), key=lambda lease: lease.run_id):
+        version = lease.newer
+        if version is not None:
+            # `resumable run` refuses it; what it says dead runners left is in a format not ours.
+            out.append(Finding("leftovers", PROBLEM, f"run {lease.run_id}: its runner lease"
+                               f" {os.path.join(root, lease.run_id + LEASE_SUFFIX)} was written by a newer"
+                               f" resumable (format {version}, this one reads up to {LEASE_FORMAT})", UPGRADE))
+    dead = {s: lease for lease in leases.values() if lease.held is False and lease.newer is None
+            for s in lease.secrets()}
     for secret, pids in sorted(carriers(set(dead)).items(), key=lambda kv: dead[kv[0]].run_id):
         run_id = dead[secret].run_id
         out.append(Finding("leftovers", PROBLEM, f"run {run_id}: {len(pids)} process(es) started by a runner that is"
@@ -310,17 +319,16 @@ def runs(backend: Backend, leases: dict[str, Lease]) -> list[Finding]:
     for entry in entries:
         doc = entry.doc
         rid = entry.run_id
+        if doc is None and entry.newer:
+            # Written by a newer resumable (its document or its journal records): refused, not damaged.
+            out.append(Finding("runs", PROBLEM, str(entry.error), UPGRADE))
+            continue
         if doc is None:
             out.append(Finding("runs", PROBLEM, f"{entry.location} cannot be read: {entry.error}",
                                "see the error; `resumable status` shows the file"))
             continue
         status = doc.get("status")
-        version = doc.get("schemaVersion")
-        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-            # Written by a newer resumable: this one refuses to write it and may misread it.
-            out.append(Finding("runs", PROBLEM, f"run {rid} has schemaVersion {version}, newer than this resumable"
-                               f" knows ({SCHEMA_VERSION})", "upgrade resumable: pip install -U resumable-runs"))
-        elif status == "needs_attention":
+        if status == "needs_attention":
             out.append(Finding("runs", PROBLEM, f"run {rid} needs attention",
                                f"`resumable status {rid}` says what failed; `resumable status {rid} --resume` how"
                                " to resume"))

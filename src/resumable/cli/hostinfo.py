@@ -57,6 +57,17 @@ class Lease:
         self.info = info
         self.held = held  # None: cannot tell from this host
 
+    @property
+    def newer(self) -> int | None:
+        """The file's format when a newer resumable wrote it (its content is then not ours to
+        interpret), else None."""
+        from resumable.store.values import LEASE_FORMAT
+
+        version = self.info.get("v")
+        if isinstance(version, int) and not isinstance(version, bool) and version > LEASE_FORMAT:
+            return version
+        return None
+
     def secrets(self) -> set[str]:
         """The secrets of earlier runners whose processes may still run (pgid 0 included: every
         process of that runner, wherever its group)."""

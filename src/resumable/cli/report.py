@@ -9,7 +9,7 @@ import click
 from resumable import fsio, store
 from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class
-from resumable.errors import CorruptRunError, NoRunError, StoreError
+from resumable.errors import NoRunError, StoreError
 from resumable.view import discovery
 from resumable.view.report import build_html
 
@@ -31,7 +31,7 @@ def report_command(run: str | None, output: str | None, runs_dir: str | None, st
         raise NoRunError(f"no runs under {backend.root}: nothing to report")
     entry = picked.entry
     if entry.doc is None:
-        raise CorruptRunError(entry.error or f"cannot read {entry.location}")
+        raise discovery.unreadable(entry)
     page = build_html(entry.doc, now=time.time(), file=entry.location)
     if output == "-":
         click.echo(page, nl=False)

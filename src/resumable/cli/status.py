@@ -13,7 +13,7 @@ from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class, warn
 from resumable.core import recipe
 from resumable.core.text import escape_controls
-from resumable.errors import CorruptRunError, ResumableError, UsageError
+from resumable.errors import ResumableError, UsageError
 from resumable.view import discovery, workflow
 from resumable.view import status as view
 from resumable.view import watch as watching
@@ -102,13 +102,13 @@ def status_command(
             lines = recipe.render_text(desc, entry.doc, location)
             printer.text("\n".join(escape_controls(line) for line in lines))
         if entry.doc is None:
-            raise CorruptRunError(entry.error or f"cannot read {location}")
+            raise discovery.unreadable(entry)
         return
 
     if entry.doc is None:
         if as_json:
             printer.text(dump_json({"file": location, "error": entry.error}))
-        raise CorruptRunError(entry.error or f"cannot read {location}")
+        raise discovery.unreadable(entry)
     doc = entry.doc
 
     live = workflow.read_workflow_status(workflow.project_root_for_runs_dir(backend.root))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from resumable.errors import InvalidInputError
+from resumable.errors import InvalidInputError, NewerFormatError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -207,11 +207,47 @@ def check_nesting(value: object) -> None:
                 stack.append((child, depth + 1))
 
 
+def newer_version(doc: Mapping[str, Any]) -> int | float | None:
+    """The document's schemaVersion when it is newer than this resumable understands, else None.
+
+    A digit string counts as its number (the seed left ``"2"`` a string); any other malformed
+    version is not "newer": reads show it and ``shape_problem`` refuses writes to it."""
+    version = doc.get("schemaVersion")
+    if isinstance(version, str) and version.isdigit() and len(version) < 6:
+        version = int(version)
+    if isinstance(version, (int, float)) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        return version
+    return None
+
+
+def refuse_newer(doc: Mapping[str, Any], run: str | None = None) -> None:
+    """NewerFormatError when a newer resumable wrote ``doc``: reading it as this version's document
+    could misread what the newer format means (a state, a key), and a write could destroy it.
+    ``run`` names the run (default: the document's id)."""
+    version = newer_version(doc)
+    if version is None:
+        return
+    if run is None:
+        rid = doc.get("id")
+        run = rid if isinstance(rid, str) and rid else "?"
+    shown = str(version)
+    if len(shown) > 20:
+        shown = shown[:20] + "…"  # a hand-edited 1e40 must not make the line run on
+    raise NewerFormatError(
+        f"run {run[:MAX_RUN_ID]} has schemaVersion {shown}, newer than this resumable"
+        f" understands ({SCHEMA_VERSION}); upgrade resumable")
+
+
 def shape_problem(doc: Mapping[str, Any]) -> str | None:
     """Why a document cannot be written to, or None. Reads are null-safe and show anything; a
     write refuses a document whose containers have the wrong type rather than "repairing" it,
     which would silently drop whatever the hand-edited field held. A null or malformed *unit*
-    is fine: the unit verb replaces it, as the seed did."""
+    is fine: the unit verb replaces it, as the seed did.
+
+    A document a newer resumable wrote raises NewerFormatError (``refuse_newer``) instead, before
+    any shape is looked at: its shapes are the newer format's, and the remedy is an upgrade, not
+    an edit of the document."""
+    refuse_newer(doc)
     if "units" not in doc and "status" not in doc:
         return "it is not a run document (no units, no status)"
     for key, kind, name in _SHAPES:
@@ -225,10 +261,7 @@ def shape_problem(doc: Mapping[str, Any]) -> str | None:
     if isinstance(version, str) and version.isdigit() and len(version) < 6:
         version = int(version)
     if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
-        return f"'schemaVersion' is {json_type_name(version)}, not a number"
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        return (f"schemaVersion {str(version)[:20]} is newer than this resumable understands"
-                f" ({SCHEMA_VERSION}); upgrade resumable")
+        return f"'schemaVersion' is {json_type_name(version)}, not a whole number"
     return None
 
 

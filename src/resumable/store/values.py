@@ -16,6 +16,11 @@ else:
     Event = Doc = dict
 
 
+# The format (``v``) of the file store's runner lease file (``store.files.lease``); `resumable doctor`,
+# which reads lease files without taking them, judges them by it too.
+LEASE_FORMAT = 2
+
+
 class Record:
     """One entry of a run's history: its sequence number, the event, and the stored text."""
 
@@ -30,13 +35,16 @@ class Record:
 class RunEntry:
     """One run as a listing sees it: its document, or why it could not be read (``doc is None``)."""
 
-    __slots__ = ("doc", "error", "location", "name", "sort_key")
+    __slots__ = ("doc", "error", "location", "name", "newer", "sort_key")
 
-    def __init__(self, name: str, location: str, doc: Doc | None, error: str | None, sort_key: str) -> None:
+    def __init__(self, name: str, location: str, doc: Doc | None, error: str | None, sort_key: str, *,
+                 newer: bool = False) -> None:
         self.name = name  # what a user types to pick it (a file name in a runs directory, a run id)
         self.location = location  # where it lives, for people
         self.doc = doc
         self.error = error
+        # Unreadable because a newer resumable wrote it (NewerFormatError): upgrading is the remedy.
+        self.newer = newer
         self.sort_key = sort_key  # newest first: updatedAt, else createdAt, else the store's own time
 
     @property

@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING
 
 from resumable import store
-from resumable.errors import NoRunError, ResumableError
+from resumable.errors import CorruptRunError, NewerFormatError, NoRunError, ResumableError, StoreError
 from resumable.store.values import RunEntry
 
 if TYPE_CHECKING:
@@ -34,8 +34,15 @@ def entry_of(handle: RunHandle, name: str) -> RunEntry:
     try:
         doc = handle.read()
     except ResumableError as exc:
-        return RunEntry(name, handle.location, None, str(exc), "")
+        return RunEntry(name, handle.location, None, str(exc), "", newer=isinstance(exc, NewerFormatError))
     return RunEntry(name, handle.location, doc, None, "")
+
+
+def unreadable(entry: RunEntry) -> StoreError:
+    """The error to end a command with for an entry that could not be read: a newer resumable's
+    run stays "newer" (upgrade), never reported as a damaged file."""
+    kind = NewerFormatError if entry.newer else CorruptRunError
+    return kind(entry.error or f"cannot read {entry.location}")
 
 
 def pick_run(backend: Backend, run: str | None) -> Picked | None:

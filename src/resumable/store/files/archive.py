@@ -11,6 +11,7 @@ import stat
 import time
 
 from resumable import fsio
+from resumable.core.model import newer_version
 from resumable.core.stamps import parse_stamp
 from resumable.errors import NoRunError, StoreError
 from resumable.store.files.layout import RunFiles, files_for, translate
@@ -166,6 +167,8 @@ def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[i
                 doc = load(files).doc
             except (StoreError, NoRunError):
                 continue
+            if doc is not None and newer_version(doc) is not None:
+                continue  # a newer resumable's run: what its status means is not ours to judge
             status = doc.get("status") if doc is not None else None
             # Only done/aborted (needs_attention is live to init, so it is live here too); checked
             # as a str first (a hand-edited list status is unhashable).

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
+from resumable.core.model import refuse_newer
 from resumable.core.stamps import stamp
-from resumable.errors import ResumableError, StoreError
+from resumable.errors import NewerFormatError, ResumableError, StoreError
 from resumable.store.files.handle import FileRunHandle
 from resumable.store.files.layout import RunsDir, files_for, resolve_run
 from resumable.store.files.loader import load
@@ -13,6 +14,8 @@ from resumable.store.values import GcResult, RunEntry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from resumable.store.files.lease import FileRunnerLease
 
 
@@ -28,8 +31,8 @@ class FileBackend:
     def root(self) -> str:
         return self.runs.path
 
-    def open(self, run: str) -> FileRunHandle:
-        return FileRunHandle(resolve_run(run, self.runs.path))
+    def open(self, run: str) -> CheckedRunHandle:
+        return CheckedRunHandle(resolve_run(run, self.runs.path))
 
     def list_runs(self) -> list[RunEntry]:
         entries = [read_entry(path) for path in run_files(self.runs.path)]
@@ -58,6 +61,20 @@ class FileBackend:
         pass
 
 
+class CheckedRunHandle(FileRunHandle):
+    """The handle every reader gets: a document a newer resumable wrote is refused in one line
+    (``NewerFormatError``), never handed out to be misread. Writes refuse it on their own path
+    (``shape_problem``)."""
+
+    __slots__ = ()
+
+    def load(self) -> dict[str, Any] | None:
+        doc = super().load()
+        if doc is not None:
+            refuse_newer(doc, self.run_id)
+        return doc
+
+
 def run_files(directory: str) -> list[str]:
     """Every ``*.json`` regular file directly in the runs directory (links are not followed; the
     archive and the runs' data directories are not runs)."""
@@ -84,8 +101,9 @@ def read_entry(path: str) -> RunEntry:
         doc = load(files_for(path)).doc
         if doc is None:
             raise StoreError(f"{path}: no such run")
+        refuse_newer(doc, name.removesuffix(".json"))
     except ResumableError as exc:
-        return RunEntry(name, path, None, str(exc), _mtime_stamp(path))
+        return RunEntry(name, path, None, str(exc), _mtime_stamp(path), newer=isinstance(exc, NewerFormatError))
     key = ""
     for k in ("updatedAt", "createdAt"):
         v = doc.get(k)

@@ -141,7 +141,11 @@ def scan(data: bytes, *, base: int, path: str, after_seq: int) -> Scan:
         nl = data.find(b"\n", pos, n)
         if nl < 0:
             break
-        decoded = decode_line(data[pos:nl])
+        try:
+            decoded = decode_line(data[pos:nl])
+        except NewerFormatError as exc:
+            # Named by file, as corruption is: "upgrade" must say which run needs it.
+            raise NewerFormatError(f"{path}: {exc}") from None
         if decoded is None:
             raise _corrupt(path, base + pos)
         seq = decoded[0]

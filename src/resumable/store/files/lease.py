@@ -15,6 +15,13 @@ A runner's secret is in the file from the moment it holds the lease, so whatever
 covered from the first instant, tracked or not; when it releases the lease (or dies), the secret
 becomes a leftover: the next runner makes sure nothing carrying it lives before it starts anything
 (a step's daemon, or the grandchild of an interrupted step, may have left the step's group).
+
+Readers probe the lease with a brief shared flock (``holder``, a seed verb's write asking whether a
+runner owns the run, ``status``). A runner starting at that instant would find the lock taken, so
+``acquire`` tries again for ``PROBE_GRACE`` seconds unless the file proves a live runner holds it.
+
+The file carries its format (``v``): a file a newer resumable wrote is refused in one line
+(``NewerFormatError``), never read with this format's meaning: its leftovers might not be found.
 """
 
 from __future__ import annotations
@@ -26,20 +33,26 @@ import os
 import secrets
 import socket
 import stat
+import time
 
 from resumable import fsio
 from resumable.core.stamps import stamp
-from resumable.errors import RefusedError
+from resumable.errors import NewerFormatError, RefusedError
 from resumable.store.files.layout import check_log_dir, translate
-from resumable.store.values import LeftoverGroup
+from resumable.store.values import LEASE_FORMAT, LeftoverGroup
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-FORMAT = 2
+FORMAT = LEASE_FORMAT
 _MAX_BYTES = 1 << 20  # a lock file is a few hundred bytes; anything larger is not ours
+# How long a runner keeps trying for a lease held by something it cannot prove is a live runner:
+# readers hold a shared flock for microseconds, so this is generous, and short enough to pass
+# unnoticed in a refusal.
+PROBE_GRACE = 0.2
+_PROBE_POLL = 0.005
 
 
 def _proc_start(pid: int) -> str | None:
@@ -51,6 +64,26 @@ def _proc_start(pid: int) -> str | None:
         return None
     rest = data[data.rfind(")") + 2:].split()
     return rest[19] if len(rest) > 19 else None
+
+
+def held_by_live_runner(info: dict[str, Any]) -> bool:
+    """Whether the lease content proves a live runner holds it: a runner on this host whose process
+    is alive with the recorded start time, and which has not released the lease (its secret is
+    still there). Anything else may be a reader's probe, or a runner that took the lock this
+    instant and has not written itself in yet: both go away in far less than ``PROBE_GRACE``."""
+    pid, start, secret = info.get("pid"), info.get("start"), info.get("secret")
+    if not (isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and isinstance(start, str)
+            and isinstance(secret, str) and secret):
+        return False
+    return info.get("host") == socket.gethostname() and _proc_start(pid) == start
+
+
+def newer_format(info: dict[str, Any]) -> int | None:
+    """The lease file's format when a newer resumable wrote it, else None."""
+    version = info.get("v")
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT:
+        return version
+    return None
 
 
 def describe(info: dict[str, Any]) -> str:
@@ -141,21 +174,24 @@ class FileRunnerLease:
         except OSError as exc:
             raise translate(exc, f"cannot open runner lock {self.path}") from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read(fd)
+            self._lock(fd)
+        except BaseException:
             os.close(fd)
-            raise RefusedError(
-                f"run {self.run_id!r} is already being run by {describe(holder)};"
-                " wait for it to finish or stop it (Ctrl-C / kill that pid)"
-            ) from None
+            raise
         self.fd = fd
         try:
+            previous = _read(fd)
+            version = newer_format(previous)
+            if version is not None:
+                # Its leftovers may be recorded in a way this version would not find: starting
+                # steps could then run beside a newer runner's. Refused before anything is changed.
+                raise NewerFormatError(
+                    f"{self.path} was written by a newer resumable (runner lease format {version}, this"
+                    f" one reads up to {FORMAT}): upgrade resumable to run {self.run_id}")
             st = os.fstat(fd)
             if st.st_mode & 0o077:
                 os.fchmod(fd, 0o600)  # it holds the secret: the owner's eyes only
             self._size = st.st_size
-            previous = _read(fd)
             # What dead runners left: their leftovers not yet proven gone, the groups the last one
             # was running and, if it died holding the lease, everything carrying its secret. All
             # kept in the file until proven gone (``reaped``).
@@ -184,6 +220,25 @@ class FileRunnerLease:
             if isinstance(exc, OSError):
                 raise translate(exc, f"cannot record this runner in {self.path}") from exc
             raise
+
+    def _lock(self, fd: int) -> None:
+        """Take the flock on ``fd``; RefusedError naming the holder when a runner holds it. A holder
+        not proven to be a live runner (``held_by_live_runner``) gets ``PROBE_GRACE`` to let go."""
+        deadline: float | None = None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                holder = _read(fd)
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + PROBE_GRACE
+            if held_by_live_runner(holder) or now >= deadline:
+                raise RefusedError(
+                    f"run {self.run_id!r} is already being run by {describe(holder)};"
+                    " wait for it to finish or stop it (Ctrl-C / kill that pid)")
+            time.sleep(_PROBE_POLL)
 
     def holder(self) -> dict[str, Any] | None:
         try:

@@ -1,4 +1,4 @@
-"""The PostgreSQL store (optional extra: ``pip install 'resumable[postgres]'``).
+"""The PostgreSQL store (optional extra: ``pip install 'resumable-runs[postgres]'``).
 
 Runs live in a database (``--store postgresql://user@host/db`` or ``RESUMABLE_STORE``): their
 history as rows of events, their documents rebuilt from it, and the steps of submitted jobs as a
@@ -20,7 +20,7 @@ def connect_backend(url: str) -> PgBackend:
     except ImportError:
         from resumable.errors import UsageError
 
-        raise UsageError("the PostgreSQL store needs psycopg: pip install 'resumable[postgres]'") from None
+        raise UsageError("the PostgreSQL store needs psycopg: pip install 'resumable-runs[postgres]'") from None
     from resumable.store.postgres.backend import PgBackend
 
     return PgBackend(url)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from resumable.core.model import check_run_id
+from resumable.core.model import check_run_id, newer_version
 from resumable.core.stamps import parse_stamp, stamp
-from resumable.errors import ResumableError
+from resumable.errors import NewerFormatError, ResumableError
 from resumable.store.postgres import runstate, schema
 from resumable.store.postgres.db import Db
 from resumable.store.postgres.handle import PgRunHandle
@@ -58,7 +58,8 @@ class PgBackend:
             try:
                 doc = handle.read()
             except ResumableError as exc:
-                entries.append(RunEntry(run_id, handle.location, None, str(exc), stamp(created.timestamp())))
+                entries.append(RunEntry(run_id, handle.location, None, str(exc), stamp(created.timestamp()),
+                                        newer=isinstance(exc, NewerFormatError)))
                 continue
             key = next((v for v in (doc.get("updatedAt"), doc.get("createdAt")) if isinstance(v, str) and v), "")
             entries.append(RunEntry(run_id, handle.location, doc, None, key or stamp(created.timestamp())))
@@ -83,6 +84,8 @@ class PgBackend:
                     return False  # changed meanwhile: live again, or gone
                 state = runstate.load(conn, row.pk, f"{self.root}#{run_id}")
                 doc = state.doc or {}
+                if newer_version(doc) is not None:
+                    return False  # a newer resumable's run: what its status means is not ours to judge
                 updated = parse_stamp(doc.get("updatedAt"))
                 if updated is None:
                     got = conn.execute("SELECT extract(epoch FROM changed_at) FROM resumable_runs WHERE pk = %s",

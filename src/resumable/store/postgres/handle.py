@@ -7,6 +7,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from resumable.core.model import refuse_newer
 from resumable.core.stamps import stamp
 from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError, StoreError
 from resumable.store.postgres import runstate
@@ -69,7 +70,11 @@ class PgRunHandle:
         except BaseException:
             self.state = None  # a replay that stopped half way leaves a half-built document
             raise
-        return self.state.doc if self.state is not None else None
+        doc = self.state.doc if self.state is not None else None
+        if doc is not None:
+            # A newer resumable's document is refused, never handed out to be misread.
+            refuse_newer(doc, self._run_id)
+        return doc
 
     def read(self) -> dict[str, Any]:
         doc = self.load()

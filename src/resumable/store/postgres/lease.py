@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import time
 from typing import TYPE_CHECKING, Any
 
 from resumable.core.stamps import stamp
@@ -25,6 +26,12 @@ if TYPE_CHECKING:
 
     from resumable.store.postgres.db import Connection, Db
     from resumable.store.values import LeftoverGroup
+
+
+# As the file store's lease (store.files.lease.PROBE_GRACE): how long a holder that is not proven to
+# be a runner gets to let go before a starting runner is refused.
+PROBE_GRACE = 0.2
+_PROBE_POLL = 0.01
 
 
 def lock_key(run_id: str) -> int:
@@ -46,9 +53,8 @@ class PgRunnerLease:
     def acquire(self) -> None:
         conn = self.db.connect(autocommit=True)
         try:
-            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(self.run_id),)).fetchone()
-            if not got or not got[0]:
-                holder = self._holder_row(conn) or {}
+            holder = self._take(conn)
+            if holder is not None:
                 raise RefusedError(
                     f"run {self.run_id!r} is already being run by pid {holder.get('pid', '?')} on"
                     f" {holder.get('host', '?')}, started {holder.get('startedAt', '?')}; wait for it to"
@@ -71,18 +77,43 @@ class PgRunnerLease:
             raise
         self.conn = conn
 
+    def _take(self, conn: Connection) -> dict[str, Any] | None:
+        """Take the advisory lock; None when taken, else the holder's row ({} without one). A
+        session holding the lock without a row is a runner between taking it and writing its row,
+        or a session on its way out (a connection's close does not wait for the server to let go)
+        or an older resumable's probe: each lets go within ``PROBE_GRACE``, so it is waited for.
+        A holder with a row is a runner: refused at once."""
+        key = lock_key(self.run_id)
+        deadline = time.monotonic() + PROBE_GRACE
+        while True:
+            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if got and got[0]:
+                return None
+            holder = self._holder_row(conn)
+            if holder is not None or time.monotonic() >= deadline:
+                return holder or {}
+            time.sleep(_PROBE_POLL)
+
     def _holder_row(self, conn: Connection) -> dict[str, Any] | None:
         row = conn.execute("SELECT pid, host, started_at FROM resumable_runner_leases WHERE run_id = %s",
                            (self.run_id,)).fetchone()
         return {"pid": row[0], "host": row[1], "startedAt": row[2]} if row else None
 
     def holder(self) -> dict[str, Any] | None:
+        """Read from pg_locks, without taking the lock: a probe that took it, even for an instant,
+        would turn away a runner starting at that instant (and a second probe would see the first
+        as a runner)."""
         conn = self.db.connect(autocommit=True)
         try:
             key = lock_key(self.run_id)
-            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-            if got and got[0]:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            # A bigint advisory key shows as its high half in classid, its low half in objid,
+            # with objsubid 1 (the two-int4 form has objsubid 2).
+            held = conn.execute(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                " AND classid = %s::bigint::oid AND objid = %s::bigint::oid LIMIT 1",
+                ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)).fetchone()
+            if held is None:
                 return None
             return self._holder_row(conn) or {"pid": "?"}
         finally:
@@ -105,7 +136,11 @@ class PgRunnerLease:
             try:
                 self.conn.execute("DELETE FROM resumable_runner_leases WHERE run_id = %s AND pid = %s",
                                   (self.run_id, os.getpid()))
+                # Let go now: the server ends a closed session's locks only once its backend has
+                # exited, after close() returns, and a runner started right after this one would
+                # find the lock still held.
+                self.conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(self.run_id),))
             except Exception:
                 pass
-            self.conn.close()  # ending the session releases the advisory lock
+            self.conn.close()  # ending the session releases the advisory lock in any case
             self.conn = None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.core import jsonio
 from resumable.core.events import apply
-from resumable.core.model import shape_problem
+from resumable.core.model import refuse_newer, shape_problem
 from resumable.core.stamps import stamp
 from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
 
@@ -187,6 +187,7 @@ class RunWriter:
         """Apply ``events`` in order; a refusal or bad input raises before anything is stored."""
         outputs = []
         if self.state.doc is not None and events and events[0].get("t") != "init":
+            refuse_newer(self.state.doc, self.run_id)  # an upgrade is the remedy, not an edit
             problem = shape_problem(self.state.doc)
             if problem is not None:
                 raise InvalidInputError(f"{self.where}: {problem} — fix the document (or delete the run"
