@@ -264,3 +264,21 @@ def test_a_password_in_the_store_url_is_never_recorded(pg_url: str, tmp_path: Pa
     assert report.returncode == 0 and "<html" in report.stdout.lower() and "hunter2" not in report.stdout
     listing = ok(cli("status", "--list", "--no-color", "--store", pg_url, env=env))
     assert listing.splitlines()[1].startswith("✓ pw ")  # after the "N runs under ..." header
+
+
+def test_a_step_removed_from_the_job_is_marked_removed_and_counted_apart(store: StoreCase, job: Path) -> None:
+    (store.tmp / "ok-b").write_text("")
+    assert run(store).returncode == 0
+    job.write_text(JOB.split("[steps.d]")[0])  # d leaves the job file
+    again = run(store)
+    assert again.returncode == 0, again
+    units = doc(store)["units"]
+    assert units["d"]["removed"] is True and units["d"]["status"] == "done"
+    assert all("removed" not in units[s] or units[s]["removed"] is False for s in "abc")
+    shown = ok(store.r("status", "demo"))
+    assert "3/3 done" in shown, shown  # the removed unit is in no done/total
+    job.write_text(JOB)  # d is back: no longer removed, and skipped as done (same fingerprint)
+    back = run(store)
+    assert back.returncode == 0, back
+    assert doc(store)["units"]["d"]["removed"] is False
+    assert "4/4 done" in ok(store.r("status", "demo"))

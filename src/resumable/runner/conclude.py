@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from resumable.core import verbs
 from resumable.runner.attempt import Outcome
 from resumable.runner.jobfile import Job
 from resumable.runner.writer import SafeWriter
@@ -26,6 +27,24 @@ def removed_count(units: Mapping[str, Any], step_ids: set[str] | frozenset[str])
     """Units marked removed that the job still does not have (status counts these apart)."""
     return sum(1 for uid, u in units.items()
                if uid not in step_ids and isinstance(u, dict) and u.get("removed") is True)
+
+
+def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Events marking the units of steps the job file no longer has ``removed`` (status shows them
+    apart and counts them in no done/total, as the runner's summary does), and clearing the mark of
+    a step that came back. A unit keeps its state and stamps either way: a step that comes back
+    done, with the same fingerprint, is skipped as done. Pure."""
+    from resumable.core.model import UNIT_STATES
+
+    steps = {s.id for s in job.steps}
+    out: list[dict[str, Any]] = []
+    for uid, unit in units.items():
+        if not isinstance(unit, dict) or unit.get("status") not in UNIT_STATES:
+            continue  # malformed: shown as such by status, not restated here
+        removed = unit.get("removed") is True
+        if (uid not in steps) != removed:
+            out.append(verbs.unit(uid, unit["status"], fields={"removed": not removed}))
+    return out
 
 
 def summary_of(counts: Mapping[str, int], removed: int) -> str:

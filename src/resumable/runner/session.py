@@ -17,7 +17,7 @@ from resumable.core import verbs
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
 from resumable.runner import explain, process
-from resumable.runner.conclude import conclude, removed_count, summary_of
+from resumable.runner.conclude import conclude, removal_marks, removed_count, summary_of
 from resumable.runner.jobfile import DEFAULT_GRACE, DEFAULT_JOB_FILE, Job, Step, load_job_file
 from resumable.runner.jobflags import job_from_flags
 from resumable.runner.options import RunOptions
@@ -279,24 +279,6 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         return code
     finally:
         lease.release()
-
-
-def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Events marking the units of steps the job file no longer has ``removed`` (status shows them
-    apart and counts them in no done/total, as the runner's summary does), and clearing the mark of
-    a step that came back. A unit keeps its state and stamps either way: a step that comes back
-    done, with the same fingerprint, is skipped as done. Pure."""
-    from resumable.core.model import UNIT_STATES
-
-    steps = {s.id for s in job.steps}
-    out: list[dict[str, Any]] = []
-    for uid, unit in units.items():
-        if not isinstance(unit, dict) or unit.get("status") not in UNIT_STATES:
-            continue  # malformed: shown as such by status, not restated here
-        removed = unit.get("removed") is True
-        if (uid not in steps) != removed:
-            out.append(verbs.unit(uid, unit["status"], fields={"removed": not removed}))
-    return out
 
 
 def nothing_to_do(job: Job, doc: Mapping[str, Any], decisions: Mapping[str, explain.Decision],

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from resumable.runner import explain
-from resumable.runner.conclude import resume_hint
+from resumable.runner.conclude import removal_marks, resume_hint
 from resumable.runner.display import PlainReporter, fmt_duration, make_reporter
 from resumable.runner.fingerprint import fingerprint
 from resumable.runner.jobfile import Job, Step
@@ -36,7 +36,8 @@ def submit_job(queue: Any, job: Job, *, launch: dict[str, Any], force: bool = Fa
               "command": s.command_text} for s in job.steps]
     options = {"keep_going": keep_going, "max_failures": max_failures, "source": job.source}
     out: dict[str, Any] = queue.submit(job.name, task=f"resumable run {job.name}", launch=launch, steps=steps,
-                                       plan=plan, options=options)
+                                       plan=plan, options=options,
+                                       marks=lambda units: removal_marks(job, units))
     return out, dict(decided)
 
 

@@ -20,10 +20,12 @@ if TYPE_CHECKING:
 
 def submit(backend: PgBackend, run_id: str, *, task: str, launch: dict[str, Any],
            steps: Sequence[Mapping[str, Any]], plan: Callable[[Mapping[str, Any]], Mapping[str, Any]],
-           options: Mapping[str, Any]) -> dict[str, Any]:
+           options: Mapping[str, Any],
+           marks: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """Record a job as a run: its steps (``{"id", "needs", "spec", "command"}``, in the job's
     order), which of them run (``plan(units)`` -> ``{step: decision}`` with ``run``, ``reason``,
-    ``invalidate``, decided on the document under the row lock) and the run's options. Submitting
+    ``invalidate``, decided on the document under the row lock) and the run's options; ``marks(units)``
+    gives the events marking units of steps the job no longer has (and unmarking returned ones). Submitting
     the same job again is a resume: done steps stay skipped, steps a live worker holds keep their
     claim, and nothing is recorded twice. Returns ``{"run", "skip", "run_steps", "concluded"}``."""
     handle = backend.handle(run_id)
@@ -46,6 +48,10 @@ def submit(backend: PgBackend, run_id: str, *, task: str, launch: dict[str, Any]
                 att = {"n": n, "status": "interrupted", "finishedAt": at} if n > 0 else None
                 w.apply([verbs.unit(sid, "interrupted", note="its worker stopped during this step", attempt=att)])
         units = units_of(w.doc)
+        removal = marks(units) if marks is not None else []
+        if removal:  # before invalidations: each restates its unit's state as planned
+            w.apply(removal)
+            units = units_of(w.doc)
         decisions = plan(units)
         runs = {s["id"] for s in steps if decisions[s["id"]]["run"] or s["id"] in live}
         rows = []
