@@ -45,14 +45,6 @@ Event = dict[str, Any]
 START_RECORD_AFTER = 1.0
 
 
-class Claim:
-    __slots__ = ("ended", "owner")
-
-    def __init__(self) -> None:
-        self.ended = threading.Event()
-        self.owner = threading.get_ident()
-
-
 class Call:
     """An execution in flight, as the start record needs it."""
 
@@ -78,9 +70,9 @@ class Engine:
         self.launch = launch
         self.lease: RunnerLease | None = None
         self._session_lock = threading.Lock()
-        self._claims: dict[str, Claim] = {}
+        self._claims: dict[str, threading.Event | None] = {}  # unit id -> its waiters' event
         self._claims_lock = threading.Lock()
-        self._cv = threading.Condition()  # guards the calls in flight and their start records
+        self._cv = threading.Lock()  # guards the calls in flight and their start records
         self._running: dict[int, Call] = {}
         self._watchdog: threading.Thread | None = None
         self.record_start_after = START_RECORD_AFTER
@@ -88,19 +80,24 @@ class Engine:
         self.steps: dict[str, tuple[str, str]] = {}  # step name -> (module, qualname) defining it
 
     # -- claims (this process) --
-    def claim(self, uid: str) -> Claim | None:
-        """None when this thread now holds the claim on ``uid``; else the claim to wait for."""
+    def claim(self, uid: str) -> threading.Event | None:
+        """None when this thread now holds the claim on ``uid``; else an event set when it ends.
+        The event is made only when a second thread comes to wait: an uncontended call creates
+        no synchronisation object."""
         with self._claims_lock:
-            held = self._claims.get(uid)
-            if held is None:
-                self._claims[uid] = Claim()
-            return held
+            if uid not in self._claims:
+                self._claims[uid] = None
+                return None
+            ended = self._claims[uid]
+            if ended is None:
+                ended = self._claims[uid] = threading.Event()
+            return ended
 
     def release(self, uid: str) -> None:
         with self._claims_lock:
-            held = self._claims.pop(uid, None)
-        if held is not None:
-            held.ended.set()
+            ended = self._claims.pop(uid, None)
+        if ended is not None:
+            ended.set()
 
     def in_flight(self) -> int:
         with self._claims_lock:
