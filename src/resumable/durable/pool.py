@@ -18,7 +18,7 @@ import contextvars
 import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from resumable.durable import worker
@@ -111,21 +111,48 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
     return mapping.results
 
 
+class Countdown:
+    """Items still to end; ``wait`` returns when none is left. One event for the whole map: a
+    future per item (and ``concurrent.futures.wait`` on all of them) costs microseconds per item."""
+
+    __slots__ = ("_left", "_lock", "all_ended", "errors")
+
+    def __init__(self, n: int) -> None:
+        self._left = n
+        self._lock = threading.Lock()
+        self.all_ended = threading.Event()
+        self.errors: list[BaseException] = []  # what stopped an item from ending normally
+        if n <= 0:
+            self.all_ended.set()
+
+    def ended(self, error: BaseException | None = None) -> None:
+        with self._lock:
+            if error is not None:
+                self.errors.append(error)
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            self.all_ended.set()
+
+
 def _threads(m: Mapping, jobs: int) -> None:
     step, engine = m.step, m.step.engine
-    ended: dict[str, Future[None]] = {uid: Future() for uid in m.places}
+    tally = Countdown(len(m.places))
 
     def work(uid: str) -> None:
+        ended = False  # whether this item was counted (or its ticket's callback took it over)
         try:
             try:
                 found, value = step.acquire(uid)
             except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
                 m.settle(uid, failure, True)
-                ended[uid].set_result(None)
+                ended = True
+                tally.ended()
                 return
             if found:
                 m.settle(uid, value, False)
-                ended[uid].set_result(None)
+                ended = True
+                tally.ended()
                 return
             try:
                 events, value, exc = step.run(uid, m.args[uid], {})
@@ -134,15 +161,17 @@ def _threads(m: Mapping, jobs: int) -> None:
                 raise
 
             def recorded(ticket: Ticket) -> None:
+                nonlocal ended
+                ended = True
                 engine.release(uid)
                 error = ticket.error or exc
                 m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
-                ended[uid].set_result(None)
+                tally.ended()
 
             engine.records.submit(events, recorded)
         except BaseException as exc:
-            if not ended[uid].done():
-                ended[uid].set_exception(exc)
+            if not ended:
+                tally.ended(exc)
 
     # Each thread takes the next item itself: one executor task per item would cost more than a
     # trivial item does.
@@ -162,14 +191,13 @@ def _threads(m: Mapping, jobs: int) -> None:
     try:
         for _ in range(min(jobs, len(m.places))):
             pool.submit(contextvars.copy_context().run, loop)
-        wait(list(ended.values()))
+        tally.all_ended.wait()
     finally:
         # Ctrl-C: no new item starts; running ones end and are recorded before this returns.
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
-    for f in ended.values():
-        if f.done() and not f.cancelled() and f.exception() is not None:
-            raise f.exception()  # type: ignore[misc]
+    if tally.errors:
+        raise tally.errors[0]
 
 
 def _processes(m: Mapping, wrapper: Any, jobs: int) -> None:
