@@ -15,6 +15,7 @@ ended). Ctrl-C stops starting new items; the ones running finish and are recorde
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 import threading
 import time
@@ -24,6 +25,7 @@ from typing import Any
 from resumable.durable import worker
 from resumable.durable.attempts import Outcome, StepFailed, failed_attempt
 from resumable.durable.codec import error_record
+from resumable.durable.engine import Call
 from resumable.durable.progress import Bar, open_bar
 from resumable.durable.records import Ticket
 from resumable.durable.steps import Step
@@ -135,27 +137,65 @@ class Countdown:
             self.all_ended.set()
 
 
+def _prepare(m: Mapping, prepared: dict[str, Call | None], claimed: set[str]) -> None:
+    """Claim every item still to run and begin its call, in one pass under the records' lock (the
+    session is on: no other process executes steps now). A worker then runs its item with no
+    look-up of its own, so that workers do not queue for that lock behind the commits. An item
+    another thread of this process is running maps to None: its worker waits for it as a step call
+    would. ``claimed``: the claims taken (the caller releases those of items it never starts)."""
+    step, engine = m.step, m.step.engine
+    with engine.records.lock:
+        for uid in list(m.places):
+            if engine.claim(uid) is not None:
+                prepared[uid] = None
+                continue
+            claimed.add(uid)
+            try:
+                found, value = step.lookup(uid)
+            except StepFailed as failure:
+                found, value = True, failure
+            if found:  # it ended before the session began
+                claimed.discard(uid)
+                engine.release(uid)
+                m.settle(uid, value, isinstance(value, StepFailed))
+                continue
+            prepared[uid] = step.begin_call(uid)
+
+
 def _threads(m: Mapping, jobs: int) -> None:
     step, engine = m.step, m.step.engine
-    tally = Countdown(len(m.places))
+    prepared: dict[str, Call | None] = {}
+    claimed: set[str] = set()
+    try:
+        _prepare(m, prepared, claimed)
+    except BaseException:
+        for uid in claimed:
+            engine.release(uid)
+        raise
+    tally = Countdown(len(prepared))
 
-    def work(uid: str) -> None:
+    def work(uid: str, call: Call | None) -> None:
         ended = False  # whether this item was counted (or its ticket's callback took it over)
         try:
+            if call is None:
+                try:
+                    found, value = step.acquire(uid)
+                except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
+                    m.settle(uid, failure, True)
+                    ended = True
+                    tally.ended()
+                    return
+                if found:
+                    m.settle(uid, value, False)
+                    ended = True
+                    tally.ended()
+                    return
+                run = functools.partial(step.run, uid)
+            else:
+                call.started, call.started_wall = time.monotonic(), time.time()  # it starts now
+                run = functools.partial(step.execute, call)
             try:
-                found, value = step.acquire(uid)
-            except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
-                m.settle(uid, failure, True)
-                ended = True
-                tally.ended()
-                return
-            if found:
-                m.settle(uid, value, False)
-                ended = True
-                tally.ended()
-                return
-            try:
-                events, value, exc = step.run(uid, m.args[uid], {})
+                events, value, exc = run(m.args[uid], {})
             except BaseException:
                 engine.release(uid)
                 raise
@@ -175,27 +215,30 @@ def _threads(m: Mapping, jobs: int) -> None:
 
     # Each thread takes the next item itself: one executor task per item would cost more than a
     # trivial item does.
-    todo = iter(list(m.places))
+    todo = iter(list(prepared.items()))
     taking = threading.Lock()
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.is_set():
             with taking:
-                uid = next(todo, None)
-            if uid is None:
+                item = next(todo, None)
+            if item is None:
                 return
-            work(uid)
+            work(*item)
 
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="resumable-map")
     try:
-        for _ in range(min(jobs, len(m.places))):
+        for _ in range(min(jobs, len(prepared))):
             pool.submit(contextvars.copy_context().run, loop)
         tally.all_ended.wait()
     finally:
         # Ctrl-C: no new item starts; running ones end and are recorded before this returns.
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
+        for uid, call in todo:  # never started: their claims go back
+            if call is not None:
+                engine.release(uid)
     if tally.errors:
         raise tally.errors[0]
 

@@ -232,9 +232,12 @@ class Step:
     def run(self, uid: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Settled:
         """Execute (this thread holds the claim); the records are not committed yet."""
         self.engine.ensure_session()
-        call = self.begin_call(uid)
+        return self.execute(self.begin_call(uid), args, kwargs)
+
+    def execute(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Settled:
+        """``run`` for a call already begun (this thread holds the claim and the session is on)."""
         self.engine.track(call)
-        token = _STACK.set((*_STACK.get(), uid))
+        token = _STACK.set((*_STACK.get(), call.uid))
         try:
             out = run_sync(self.fn, args, kwargs, self.policy, call.n, self.on_failed(call))
         except BaseException as exc:
