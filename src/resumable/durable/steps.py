@@ -203,15 +203,14 @@ class Step:
                                   note=codec.error_line(a.get("error") or {})) for a in out.attempts[:-1]]
         last = out.attempts[-1]
         if out.ok:
-            fields["version"] = self.version
-            fields["result"] = field
+            done = {**fields, "version": self.version, "result": field}
             if depth + 2 <= MAX_NESTING:
                 # What verbs.unit makes, without walking the result again to bound its nesting:
                 # the record nests 2 levels above the field, the attempt is flat, the id is checked.
                 final = {"t": "unit", "unit": check_unit_id(call.uid), "state": "done", "note": "",
-                         "attempt": last, "fields": fields}
+                         "attempt": last, "fields": done}
             else:
-                final = verbs.unit(call.uid, "done", note="", attempt=last, fields=fields)
+                final = verbs.unit(call.uid, "done", note="", attempt=last, fields=done)
         else:
             final = verbs.unit(call.uid, "failed", attempt=last, fields=fields,
                                note=codec.error_line(out.error() or {}))
