@@ -211,3 +211,20 @@ def test_an_interrupted_map_gives_back_the_items_it_did_not_start(runs: Path,
     assert done == [4]  # not left claimed by the map
     assert run.map(item, range(5), progress=False) == [0, 1, 2, 3, 4]
     assert sorted(calls) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_an_item_calling_a_later_item_of_its_map_runs_it_and_does_not_wait_for_it(runs: Path, jobs: int) -> None:
+    run = resumable.open_run("r", runs_dir=runs, task="map")
+    calls: list[int] = []
+
+    @run.step
+    def fib(n: int) -> int:
+        calls.append(n)
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    expected = [0, 1]
+    for _ in range(23):
+        expected.append(expected[-1] + expected[-2])
+    assert run.map(fib, reversed(range(25)), jobs=jobs, progress=False) == expected[::-1]
+    assert sorted(calls) == list(range(25))  # each once

@@ -45,6 +45,10 @@ Event = dict[str, Any]
 START_RECORD_AFTER = 1.0
 
 
+_FREE = object()  # not in the claims
+_RESERVED = object()  # reserved by a pool, not started: the first caller takes it over
+
+
 class Call:
     """An execution in flight, as the start record needs it."""
 
@@ -70,7 +74,8 @@ class Engine:
         self.launch = launch
         self.lease: RunnerLease | None = None
         self._session_lock = threading.Lock()
-        self._claims: dict[str, threading.Event | None] = {}  # unit id -> its waiters' event
+        # unit id -> None (held), its waiters' event (held, waited for) or _RESERVED
+        self._claims: dict[str, object] = {}
         self._claims_lock = threading.Lock()
         self._cv = threading.Lock()  # guards the calls in flight and their start records
         self._running: dict[int, Call] = {}
@@ -83,20 +88,48 @@ class Engine:
     def claim(self, uid: str) -> threading.Event | None:
         """None when this thread now holds the claim on ``uid``; else an event set when it ends.
         The event is made only when a second thread comes to wait: an uncontended call creates
-        no synchronisation object."""
+        no synchronisation object. A unit only reserved (``reserve``) is taken over at once."""
         with self._claims_lock:
-            if uid not in self._claims:
+            held = self._claims.get(uid, _FREE)
+            if held is _FREE or held is _RESERVED:
                 self._claims[uid] = None
                 return None
-            ended = self._claims[uid]
-            if ended is None:
-                ended = self._claims[uid] = threading.Event()
+            if isinstance(held, threading.Event):
+                return held
+            ended = threading.Event()
+            self._claims[uid] = ended
             return ended
+
+    def reserve(self, uid: str) -> bool:
+        """Mark ``uid`` as due to run soon in this process (a pool's queued item), if nobody holds
+        it. A reservation is no claim: a thread that calls the step first takes it over (so a step
+        that calls another item of its own map never waits for a worker that is not coming); the
+        reserver runs the item only if ``start`` finds the reservation still there."""
+        with self._claims_lock:
+            if uid in self._claims:
+                return False
+            self._claims[uid] = _RESERVED
+            return True
+
+    def start(self, uid: str) -> bool:
+        """Turn this process's reservation of ``uid`` into a claim held by this thread; False when
+        another thread took the unit over meanwhile."""
+        with self._claims_lock:
+            if self._claims.get(uid, _FREE) is not _RESERVED:
+                return False
+            self._claims[uid] = None
+            return True
+
+    def unreserve(self, uid: str) -> None:
+        """Drop a reservation that was never started (a claim taken over from it stays)."""
+        with self._claims_lock:
+            if self._claims.get(uid, _FREE) is _RESERVED:
+                del self._claims[uid]
 
     def release(self, uid: str) -> None:
         with self._claims_lock:
             ended = self._claims.pop(uid, None)
-        if ended is not None:
+        if isinstance(ended, threading.Event):
             ended.set()
 
     def in_flight(self) -> int:

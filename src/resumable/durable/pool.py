@@ -137,26 +137,26 @@ class Countdown:
             self.all_ended.set()
 
 
-def _prepare(m: Mapping, prepared: dict[str, Call | None], claimed: set[str]) -> None:
-    """Claim every item still to run and begin its call, in one pass under the records' lock (the
-    session is on: no other process executes steps now). A worker then runs its item with no
-    look-up of its own, so that workers do not queue for that lock behind the commits. An item
-    another thread of this process is running maps to None: its worker waits for it as a step call
-    would. ``claimed``: the claims taken (the caller releases those of items it never starts)."""
+def _prepare(m: Mapping, prepared: dict[str, Call | None], reserved: set[str]) -> None:
+    """Reserve every item still to run and begin its call, in one pass under the records' lock
+    (the session is on: no other process executes steps now). A worker then starts its item with
+    no look-up of its own, so that workers do not queue for that lock behind the commits. An item
+    another thread of this process holds maps to None: its worker waits for it as a step call
+    would. ``reserved``: the reservations made (the caller drops those of items it never starts)."""
     step, engine = m.step, m.step.engine
     with engine.records.lock:
         for uid in list(m.places):
-            if engine.claim(uid) is not None:
+            if not engine.reserve(uid):
                 prepared[uid] = None
                 continue
-            claimed.add(uid)
+            reserved.add(uid)
             try:
                 found, value = step.lookup(uid)
             except StepFailed as failure:
                 found, value = True, failure
             if found:  # it ended before the session began
-                claimed.discard(uid)
-                engine.release(uid)
+                reserved.discard(uid)
+                engine.unreserve(uid)
                 m.settle(uid, value, isinstance(value, StepFailed))
                 continue
             prepared[uid] = step.begin_call(uid)
@@ -165,19 +165,21 @@ def _prepare(m: Mapping, prepared: dict[str, Call | None], claimed: set[str]) ->
 def _threads(m: Mapping, jobs: int) -> None:
     step, engine = m.step, m.step.engine
     prepared: dict[str, Call | None] = {}
-    claimed: set[str] = set()
+    reserved: set[str] = set()
     try:
-        _prepare(m, prepared, claimed)
+        _prepare(m, prepared, reserved)
     except BaseException:
-        for uid in claimed:
-            engine.release(uid)
+        for uid in reserved:
+            engine.unreserve(uid)
         raise
     tally = Countdown(len(prepared))
 
     def work(uid: str, call: Call | None) -> None:
         ended = False  # whether this item was counted (or its ticket's callback took it over)
         try:
-            if call is None:
+            # A reserved item another thread took over meanwhile (its step called with the same
+            # arguments) is waited for, as a step call would.
+            if call is None or not engine.start(uid):
                 try:
                     found, value = step.acquire(uid)
                 except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
@@ -236,9 +238,9 @@ def _threads(m: Mapping, jobs: int) -> None:
         # Ctrl-C: no new item starts; running ones end and are recorded before this returns.
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
-        for uid, call in todo:  # never started: their claims go back
+        for uid, call in todo:  # never started: their reservations go
             if call is not None:
-                engine.release(uid)
+                engine.unreserve(uid)
     if tally.errors:
         raise tally.errors[0]
 
