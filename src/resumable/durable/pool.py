@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import os
+import queue
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -216,16 +217,18 @@ def _threads(m: Mapping, jobs: int) -> None:
                 tally.ended(exc)
 
     # Each thread takes the next item itself: one executor task per item would cost more than a
-    # trivial item does.
-    todo = iter(list(prepared.items()))
-    taking = threading.Lock()
+    # trivial item does. From a queue that takes no lock of Python's own: a lock passed by every
+    # item would form a convoy of the threads (each pass a thread switch).
+    todo: queue.SimpleQueue[tuple[str, Call | None]] = queue.SimpleQueue()
+    for item in prepared.items():
+        todo.put(item)
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.is_set():
-            with taking:
-                item = next(todo, None)
-            if item is None:
+            try:
+                item = todo.get_nowait()
+            except queue.Empty:
                 return
             work(*item)
 
@@ -238,7 +241,8 @@ def _threads(m: Mapping, jobs: int) -> None:
         # Ctrl-C: no new item starts; running ones end and are recorded before this returns.
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
-        for uid, call in todo:  # never started: their reservations go
+        while not todo.empty():  # never started: their reservations go
+            uid, call = todo.get_nowait()
             if call is not None:
                 engine.unreserve(uid)
     if tally.errors:
