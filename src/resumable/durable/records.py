@@ -49,7 +49,7 @@ class Records:
         self.lock = threading.RLock()  # the handle is not thread-safe: every use holds this
         self._doc: dict[str, Any] | None = None
         self._refreshed = 0.0
-        self._cv = threading.Condition()
+        self._cv = threading.Condition(threading.Lock())  # never taken twice by one thread
         self._queue: list[Ticket] = []
         self._busy = False
         self.commits = 0  # handle.commit calls made (group commit shows as fewer than records)
