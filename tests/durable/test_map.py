@@ -156,3 +156,75 @@ def test_progress_bar_counts_items(runs: Path, monkeypatch: pytest.MonkeyPatch) 
     err.truncate(0)
     run.map(f, range(5))  # not a terminal: no bar
     assert err.getvalue().strip("\x00") == ""
+
+
+def test_an_item_another_thread_is_running_is_waited_for_not_run_again(runs: Path) -> None:
+    run = resumable.open_run("r", runs_dir=runs, task="map")
+    calls: list[int] = []
+    started = threading.Event()
+    go_on = threading.Event()
+
+    @run.step
+    def slow(x: int) -> int:
+        calls.append(x)
+        if x == 3:
+            started.set()
+            go_on.wait(10)
+        return x * 10
+
+    other = threading.Thread(target=slow, args=(3,))
+    other.start()
+    assert started.wait(10)
+    threading.Timer(0.3, go_on.set).start()
+    assert run.map(slow, range(6), jobs=3, progress=False) == [0, 10, 20, 30, 40, 50]
+    other.join(10)
+    assert sorted(calls) == [0, 1, 2, 3, 4, 5]
+
+
+def test_an_interrupted_map_gives_back_the_items_it_did_not_start(runs: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from resumable.durable import pool
+
+    run = resumable.open_run("r", runs_dir=runs, task="map")
+    calls: list[int] = []
+
+    @run.step
+    def item(x: int) -> int:
+        calls.append(x)
+        return x
+
+    class Interrupted(ThreadPoolExecutor):
+        def submit(self, *args: Any, **kwargs: Any) -> Any:
+            raise KeyboardInterrupt  # Ctrl-C as the workers are being started
+
+    monkeypatch.setattr(pool, "ThreadPoolExecutor", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run.map(item, range(5), jobs=2, progress=False)
+    assert calls == []
+    monkeypatch.undo()
+    done: list[int] = []
+    t = threading.Thread(target=lambda: done.append(item(4)), daemon=True)
+    t.start()
+    t.join(10)
+    assert done == [4]  # not left claimed by the map
+    assert run.map(item, range(5), progress=False) == [0, 1, 2, 3, 4]
+    assert sorted(calls) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_an_item_calling_a_later_item_of_its_map_runs_it_and_does_not_wait_for_it(runs: Path, jobs: int) -> None:
+    run = resumable.open_run("r", runs_dir=runs, task="map")
+    calls: list[int] = []
+
+    @run.step
+    def fib(n: int) -> int:
+        calls.append(n)
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    expected = [0, 1]
+    for _ in range(23):
+        expected.append(expected[-1] + expected[-2])
+    assert run.map(fib, reversed(range(25)), jobs=jobs, progress=False) == expected[::-1]
+    assert sorted(calls) == list(range(25))  # each once

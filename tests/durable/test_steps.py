@@ -506,3 +506,45 @@ def test_open_run_without_task_is_unchanged(runs: Path) -> None:
 
     with pytest.raises(resumable.NoRunError, match="task="):
         f(1)
+
+
+def test_a_done_record_is_what_the_unit_verb_makes(runs: Path) -> None:
+    from resumable.core import verbs
+    from resumable.durable.attempts import Outcome
+
+    run = open_run(runs)
+
+    @run.step
+    def shaped(x: int) -> dict[str, Any]:
+        return {"x": x, "nested": [[1, [2, {"a": None}]]]}
+
+    step = shaped.step  # type: ignore[attr-defined]
+    uid = step.unit_id((1,), {})
+    call = step.begin_call(uid)
+    out = Outcome()
+    out.ok, out.value = True, shaped.__wrapped__(1)
+    out.attempts.append({"n": 1, "status": "done"})
+    events, value, error = step.settle(call, out)
+    assert error is None and value == out.value
+    field = {"codec": "json", "value": out.value}
+    assert events == [verbs.unit(uid, "done", note="", attempt={"n": 1, "status": "done"},
+                                 fields={"kind": "step", "step": "shaped", "version": None, "result": field})]
+
+
+def test_a_result_nested_too_deep_for_the_run_is_refused_and_one_within_bounds_is_kept(runs: Path) -> None:
+    run = open_run(runs)
+
+    def nest(depth: int) -> Any:
+        value: Any = 0
+        for _ in range(depth):
+            value = [value]
+        return value
+
+    @run.step
+    def deep(depth: int) -> Any:
+        return nest(depth)
+
+    assert deep(150) == nest(150)
+    assert deep(150) == nest(150)  # recorded: a hit
+    with pytest.raises(InvalidInputError, match="nested deeper"):
+        deep(199)

@@ -78,9 +78,10 @@ class Blobs(Protocol):
     def get_blob(self, ref: str) -> bytes: ...
 
 
-def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -> tuple[dict[str, Any], Any]:
-    """(the ``result`` field to record, the value the call returns). Blobs are stored here, before
-    the record that names them is committed."""
+def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -> tuple[dict[str, Any], Any, int]:
+    """(the ``result`` field to record, the value the call returns, a bound on how deep the field
+    nests). Blobs are stored here, before the record that names them is committed. A JSON text of n
+    characters nests at most n // 2 levels (each level opens and closes a bracket)."""
     if serializer is None:
         try:
             data = jsonio.dumps(value)
@@ -89,9 +90,9 @@ def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -
                 f"step {step} returned a value JSON cannot hold ({exc}): return plain data (dict,"
                 " list, str, int, float, bool, None), or use serializer='pickle'") from exc
         if len(data) > INLINE_LIMIT:
-            return {"codec": "json", "ref": blobs.put_blob(data), "size": len(data)}, jsonio.loads(data)
+            return {"codec": "json", "ref": blobs.put_blob(data), "size": len(data)}, jsonio.loads(data), 1
         # Two decodings: the document keeps one, the caller gets its own to change as it likes.
-        return {"codec": "json", "value": jsonio.loads(data)}, jsonio.loads(data)
+        return {"codec": "json", "value": jsonio.loads(data)}, jsonio.loads(data), 1 + len(data) // 2
     try:
         raw = serializer.dumps(value)
     except Exception as exc:
@@ -103,7 +104,7 @@ def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -
         field: dict[str, Any] = {"codec": serializer.name, "ref": blobs.put_blob(raw), "size": len(raw)}
     else:
         field = {"codec": serializer.name, "b64": base64.b64encode(raw).decode("ascii")}
-    return field, serializer.loads(raw)
+    return field, serializer.loads(raw), 1
 
 
 # Result records written by a newer resumable carry a higher "v" (this version writes none, meaning

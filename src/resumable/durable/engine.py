@@ -45,24 +45,21 @@ Event = dict[str, Any]
 START_RECORD_AFTER = 1.0
 
 
-class Claim:
-    __slots__ = ("ended", "owner")
-
-    def __init__(self) -> None:
-        self.ended = threading.Event()
-        self.owner = threading.get_ident()
+_FREE = object()  # not in the claims
+_RESERVED = object()  # reserved by a pool, not started: the first caller takes it over
 
 
 class Call:
     """An execution in flight, as the start record needs it."""
 
-    __slots__ = ("finished", "n", "pre", "start_recorded", "started", "started_wall", "step", "uid")
+    __slots__ = ("finished", "lock", "n", "pre", "start_recorded", "started", "started_wall", "step", "uid")
 
     def __init__(self, uid: str, step: str, n: int, pre: list[Event]) -> None:
         self.uid = uid
         self.step = step
         self.n = n
         self.pre = pre  # records that must precede this call's next one (invalidation, failed attempts)
+        self.lock = threading.Lock()  # orders a start record before the final one (see Engine.track)
         self.started = time.monotonic()
         self.started_wall = time.time()
         self.start_recorded = False
@@ -78,29 +75,63 @@ class Engine:
         self.launch = launch
         self.lease: RunnerLease | None = None
         self._session_lock = threading.Lock()
-        self._claims: dict[str, Claim] = {}
+        # unit id -> None (held), its waiters' event (held, waited for) or _RESERVED
+        self._claims: dict[str, object] = {}
         self._claims_lock = threading.Lock()
-        self._cv = threading.Condition()  # guards the calls in flight and their start records
-        self._running: dict[int, Call] = {}
+        self._cv = threading.Lock()  # guards starting the watch of the calls in flight
+        self._running: dict[int, Call] = {}  # calls in flight (changed without a lock: atomic)
         self._watchdog: threading.Thread | None = None
         self.record_start_after = START_RECORD_AFTER
         self.closed = False
         self.steps: dict[str, tuple[str, str]] = {}  # step name -> (module, qualname) defining it
 
     # -- claims (this process) --
-    def claim(self, uid: str) -> Claim | None:
-        """None when this thread now holds the claim on ``uid``; else the claim to wait for."""
+    def claim(self, uid: str) -> threading.Event | None:
+        """None when this thread now holds the claim on ``uid``; else an event set when it ends.
+        The event is made only when a second thread comes to wait: an uncontended call creates
+        no synchronisation object. A unit only reserved (``reserve``) is taken over at once."""
         with self._claims_lock:
-            held = self._claims.get(uid)
-            if held is None:
-                self._claims[uid] = Claim()
-            return held
+            held = self._claims.get(uid, _FREE)
+            if held is _FREE or held is _RESERVED:
+                self._claims[uid] = None
+                return None
+            if isinstance(held, threading.Event):
+                return held
+            ended = threading.Event()
+            self._claims[uid] = ended
+            return ended
+
+    def reserve(self, uid: str) -> bool:
+        """Mark ``uid`` as due to run soon in this process (a pool's queued item), if nobody holds
+        it. A reservation is no claim: a thread that calls the step first takes it over (so a step
+        that calls another item of its own map never waits for a worker that is not coming); the
+        reserver runs the item only if ``start`` finds the reservation still there."""
+        with self._claims_lock:
+            if uid in self._claims:
+                return False
+            self._claims[uid] = _RESERVED
+            return True
+
+    def start(self, uid: str) -> bool:
+        """Turn this process's reservation of ``uid`` into a claim held by this thread; False when
+        another thread took the unit over meanwhile."""
+        with self._claims_lock:
+            if self._claims.get(uid, _FREE) is not _RESERVED:
+                return False
+            self._claims[uid] = None
+            return True
+
+    def unreserve(self, uid: str) -> None:
+        """Drop a reservation that was never started (a claim taken over from it stays)."""
+        with self._claims_lock:
+            if self._claims.get(uid, _FREE) is _RESERVED:
+                del self._claims[uid]
 
     def release(self, uid: str) -> None:
         with self._claims_lock:
-            held = self._claims.pop(uid, None)
-        if held is not None:
-            held.ended.set()
+            ended = self._claims.pop(uid, None)
+        if isinstance(ended, threading.Event):
+            ended.set()
 
     def in_flight(self) -> int:
         with self._claims_lock:
@@ -154,17 +185,21 @@ class Engine:
 
     # -- calls in flight and their start records --
     def track(self, call: Call) -> None:
-        with self._cv:
-            self._running[id(call)] = call
-            if self._watchdog is None:
-                self._watchdog = threading.Thread(target=self._watch, name="resumable-start-records",
-                                                  daemon=True)
-                self._watchdog.start()
+        # No lock shared by all calls on this path: with many threads, one would form a convoy
+        # (each call passing it twice, each pass a thread switch). Each call has its own lock,
+        # which only the watch ever contends for; the dict's own operations are atomic.
+        self._running[id(call)] = call
+        if self._watchdog is None:
+            with self._cv:
+                if self._watchdog is None:
+                    self._watchdog = threading.Thread(target=self._watch, name="resumable-start-records",
+                                                      daemon=True)
+                    self._watchdog.start()
 
     def take_pre(self, call: Call, final: list[Event] | None) -> list[Event]:
         """The records to commit next for ``call``: what had to precede it, then ``final``; with a
         final record the call leaves the watch (after this its start record is never written)."""
-        with self._cv:
+        with call.lock:
             out, call.pre = call.pre, []
             if final is not None:
                 call.finished = True
@@ -173,7 +208,7 @@ class Engine:
             return out
 
     def add_pre(self, call: Call, events: list[Event]) -> None:
-        with self._cv:
+        with call.lock:
             call.pre += events
 
     def _watch(self) -> None:
@@ -181,19 +216,21 @@ class Engine:
         # thread switch, while a start record may come up to half the threshold late.
         while not self.closed:
             time.sleep(max(0.01, self.record_start_after / 2))
-            with self._cv:
-                now = time.monotonic()
-                events: list[Event] = []
-                for call in self._running.values():
-                    if not (call.start_recorded or call.finished) and now - call.started >= self.record_start_after:
-                        call.start_recorded = True
-                        events += call.pre
-                        call.pre = []
-                        events.append(start_event(call))
-                if events:
+            now = time.monotonic()
+            queued = False
+            for call in list(self._running.values()):
+                if call.start_recorded or call.finished or now - call.started < self.record_start_after:
+                    continue
+                with call.lock:
+                    if call.start_recorded or call.finished:
+                        continue
+                    call.start_recorded = True
+                    events = [*call.pre, start_event(call)]
+                    call.pre = []
                     # Queued under the lock that orders it before the call's final record.
                     self.records.submit(events, None, enqueue_only=True)
-            if events:
+                    queued = True
+            if queued:
                 self.records.lead_if_idle()
 
 

@@ -29,6 +29,19 @@ from resumable.errors import InvalidInputError
 KEY_HEX = 20  # 80 bits: a collision among a billion calls of one step is about 1 in a million
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def _c_canonical() -> Any:
+    """The C encoder ``_ENCODER`` uses, made once: it keeps no state between calls when it is given
+    no circular-reference markers, which ``_why_not_json`` makes unnecessary (a value that holds
+    itself is refused as nested too deep before it is encoded). None where the C encoder is absent."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    return make(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, False)
+
+
+_C_ENCODE = _c_canonical()
 _SCALARS = (str, int, float, bool)
 
 
@@ -68,7 +81,14 @@ def canonical(value: Any, what: str = "value") -> str:
     why = _why_not_json(value, what)
     if why is not None:
         raise UnkeyableArguments(f"{why}: it has no stable JSON form to key the call by")
+    return _encode(value, what)
+
+
+def _encode(value: Any, what: str) -> str:
+    """The canonical JSON text of a value ``_why_not_json`` accepted."""
     try:
+        if _C_ENCODE is not None and type(value) is dict:
+            return "".join(_C_ENCODE(value, 0))
         return _ENCODER.encode(value)
     except ValueError as exc:  # e.g. an int beyond the interpreter's digit limit
         raise UnkeyableArguments(f"{what} cannot be written as JSON ({exc})") from exc
@@ -124,7 +144,8 @@ def arguments_key(bound: dict[str, Any], step: str) -> str:
             raise UnkeyableArguments(
                 f"step {step}: {why}, which has no stable JSON form to key the call by: give the step"
                 f" key= (a function of its arguments returning a str, e.g. key=lambda {name}, ...: ...)")
-    return digest(canonical(bound, f"step {step}: the arguments"))
+    # Every value was checked above, and the names are str: the whole needs no second look.
+    return digest(_encode(bound, f"step {step}: the arguments"))
 
 
 def custom_key(value: Any, step: str) -> str:

@@ -15,15 +15,18 @@ ended). Ctrl-C stops starting new items; the ones running finish and are recorde
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
+import queue
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from resumable.durable import worker
 from resumable.durable.attempts import Outcome, StepFailed, failed_attempt
 from resumable.durable.codec import error_record
+from resumable.durable.engine import Call
 from resumable.durable.progress import Bar, open_bar
 from resumable.durable.records import Ticket
 from resumable.durable.steps import Step
@@ -111,65 +114,139 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
     return mapping.results
 
 
+class Countdown:
+    """Items still to end; ``wait`` returns when none is left. One event for the whole map: a
+    future per item (and ``concurrent.futures.wait`` on all of them) costs microseconds per item."""
+
+    __slots__ = ("_left", "_lock", "all_ended", "errors")
+
+    def __init__(self, n: int) -> None:
+        self._left = n
+        self._lock = threading.Lock()
+        self.all_ended = threading.Event()
+        self.errors: list[BaseException] = []  # what stopped an item from ending normally
+        if n <= 0:
+            self.all_ended.set()
+
+    def ended(self, error: BaseException | None = None) -> None:
+        with self._lock:
+            if error is not None:
+                self.errors.append(error)
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            self.all_ended.set()
+
+
+def _prepare(m: Mapping, prepared: dict[str, Call | None], reserved: set[str]) -> None:
+    """Reserve every item still to run and begin its call, in one pass under the records' lock
+    (the session is on: no other process executes steps now). A worker then starts its item with
+    no look-up of its own, so that workers do not queue for that lock behind the commits. An item
+    another thread of this process holds maps to None: its worker waits for it as a step call
+    would. ``reserved``: the reservations made (the caller drops those of items it never starts)."""
+    step, engine = m.step, m.step.engine
+    with engine.records.lock:
+        for uid in list(m.places):
+            if not engine.reserve(uid):
+                prepared[uid] = None
+                continue
+            reserved.add(uid)
+            try:
+                found, value = step.lookup(uid)
+            except StepFailed as failure:
+                found, value = True, failure
+            if found:  # it ended before the session began
+                reserved.discard(uid)
+                engine.unreserve(uid)
+                m.settle(uid, value, isinstance(value, StepFailed))
+                continue
+            prepared[uid] = step.begin_call(uid)
+
+
 def _threads(m: Mapping, jobs: int) -> None:
     step, engine = m.step, m.step.engine
-    ended: dict[str, Future[None]] = {uid: Future() for uid in m.places}
+    prepared: dict[str, Call | None] = {}
+    reserved: set[str] = set()
+    try:
+        _prepare(m, prepared, reserved)
+    except BaseException:
+        for uid in reserved:
+            engine.unreserve(uid)
+        raise
+    tally = Countdown(len(prepared))
 
-    def work(uid: str) -> None:
+    def work(uid: str, call: Call | None) -> None:
+        ended = False  # whether this item was counted (or its ticket's callback took it over)
         try:
+            # A reserved item another thread took over meanwhile (its step called with the same
+            # arguments) is waited for, as a step call would.
+            if call is None or not engine.start(uid):
+                try:
+                    found, value = step.acquire(uid)
+                except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
+                    m.settle(uid, failure, True)
+                    ended = True
+                    tally.ended()
+                    return
+                if found:
+                    m.settle(uid, value, False)
+                    ended = True
+                    tally.ended()
+                    return
+                run = functools.partial(step.run, uid)
+            else:
+                call.started, call.started_wall = time.monotonic(), time.time()  # it starts now
+                run = functools.partial(step.execute, call)
             try:
-                found, value = step.acquire(uid)
-            except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
-                m.settle(uid, failure, True)
-                ended[uid].set_result(None)
-                return
-            if found:
-                m.settle(uid, value, False)
-                ended[uid].set_result(None)
-                return
-            try:
-                events, value, exc = step.run(uid, m.args[uid], {})
+                events, value, exc = run(m.args[uid], {})
             except BaseException:
                 engine.release(uid)
                 raise
 
             def recorded(ticket: Ticket) -> None:
+                nonlocal ended
+                ended = True
                 engine.release(uid)
                 error = ticket.error or exc
                 m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
-                ended[uid].set_result(None)
+                tally.ended()
 
             engine.records.submit(events, recorded)
         except BaseException as exc:
-            if not ended[uid].done():
-                ended[uid].set_exception(exc)
+            if not ended:
+                tally.ended(exc)
 
     # Each thread takes the next item itself: one executor task per item would cost more than a
-    # trivial item does.
-    todo = iter(list(m.places))
-    taking = threading.Lock()
+    # trivial item does. From a queue that takes no lock of Python's own: a lock passed by every
+    # item would form a convoy of the threads (each pass a thread switch).
+    todo: queue.SimpleQueue[tuple[str, Call | None]] = queue.SimpleQueue()
+    for item in prepared.items():
+        todo.put(item)
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.is_set():
-            with taking:
-                uid = next(todo, None)
-            if uid is None:
+            try:
+                item = todo.get_nowait()
+            except queue.Empty:
                 return
-            work(uid)
+            work(*item)
 
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="resumable-map")
     try:
-        for _ in range(min(jobs, len(m.places))):
+        for _ in range(min(jobs, len(prepared))):
             pool.submit(contextvars.copy_context().run, loop)
-        wait(list(ended.values()))
+        tally.all_ended.wait()
     finally:
         # Ctrl-C: no new item starts; running ones end and are recorded before this returns.
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
-    for f in ended.values():
-        if f.done() and not f.cancelled() and f.exception() is not None:
-            raise f.exception()  # type: ignore[misc]
+        while not todo.empty():  # never started: their reservations go
+            uid, call = todo.get_nowait()
+            if call is not None:
+                engine.unreserve(uid)
+    if tally.errors:
+        raise tally.errors[0]
 
 
 def _processes(m: Mapping, wrapper: Any, jobs: int) -> None:

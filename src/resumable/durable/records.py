@@ -49,10 +49,13 @@ class Records:
         self.lock = threading.RLock()  # the handle is not thread-safe: every use holds this
         self._doc: dict[str, Any] | None = None
         self._refreshed = 0.0
-        self._cv = threading.Condition()
+        self._cv = threading.Condition(threading.Lock())  # never taken twice by one thread
         self._queue: list[Ticket] = []
         self._busy = False
         self.commits = 0  # handle.commit calls made (group commit shows as fewer than records)
+        # Bumped (with ``lock`` held) whenever the document held may have changed: a look-up made
+        # before and a claim taken after can tell whether the look-up is still the answer.
+        self.generation = 0
 
     # -- reads --
     def units(self, *, fresh: bool = False) -> dict[str, Any]:
@@ -72,6 +75,7 @@ class Records:
         with self.lock:
             self._doc = self.handle.load()
             self._refreshed = time.monotonic()
+            self.generation += 1
 
     def blob(self, ref: str) -> bytes:
         with self.lock:
@@ -87,9 +91,37 @@ class Records:
     # -- writes --
     def commit(self, events: Sequence[Event]) -> None:
         """Commit ``events`` and return once they are durable (group-committed with others)."""
-        ticket = self.submit(list(events), None, wait=True)
-        if ticket.error is not None:
-            raise ticket.error
+        cv = self._cv
+        with cv:
+            alone = not self._busy and not self._queue
+            if alone:
+                self._busy = True
+        if not alone:
+            ticket = self.submit(list(events), None, wait=True)
+            if ticket.error is not None:
+                raise ticket.error
+            return
+        # No commit in progress and nothing queued: commit at once, with no ticket and no hand-off.
+        try:
+            self._commit(list(events))
+        except Exception:
+            self._release()  # records others queued meanwhile are still committed
+            raise
+        except BaseException:
+            with self._cv:  # interrupted: step down; a waiting thread leads what is queued
+                self._busy = False
+                self._cv.notify_all()
+            raise
+        self._release()
+
+    def _release(self) -> None:
+        """End a commit made without a ticket: lead what was queued meanwhile, or step down."""
+        with self._cv:
+            if not self._queue:
+                self._busy = False
+                self._cv.notify_all()
+                return
+        self._lead()
 
     def submit(self, events: list[Event], on_done: Callable[[Ticket], None] | None, *,
                wait: bool = False, enqueue_only: bool = False) -> Ticket:
@@ -176,9 +208,12 @@ class Records:
                 self.commits += 1
             except BaseException:
                 # The handle's cache may have been dropped on a failure: look again.
+                self.generation += 1
                 self._doc = self.handle.load()
                 self._refreshed = time.monotonic()
                 raise
+            finally:
+                self.generation += 1
             if self._doc is None:
                 self.refresh()
             # Otherwise the document held is the handle's own, which the commit updated in place
@@ -197,5 +232,6 @@ class Records:
                 finally:
                     self._doc = self.handle.load()
                     self._refreshed = time.monotonic()
+                    self.generation += 1
         finally:
             self._lead()  # release; also drains anything queued meanwhile

@@ -23,6 +23,7 @@ import inspect
 from typing import Any
 
 from resumable.core import verbs
+from resumable.core.model import MAX_NESTING, check_unit_id
 from resumable.durable import codec
 from resumable.durable.attempts import Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
 from resumable.durable.engine import Call, Engine
@@ -115,12 +116,16 @@ class Step:
         if uid in _STACK.get():
             raise InvalidInputError(f"step {uid} calls itself with the same arguments (it would wait for"
                                     " itself forever)")
+        records = self.engine.records
         while True:
+            seen = records.generation
             found, value = self.lookup(uid)
             if found:
                 return True, value
             held = self.engine.claim(uid)
             if held is None:
+                if records.generation == seen:
+                    return False, None  # the document has not changed since the look: still a miss
                 try:
                     found, value = self.lookup(uid)  # it may have ended between the look and the claim
                 except BaseException:
@@ -130,7 +135,7 @@ class Step:
                     self.engine.release(uid)
                     return True, value
                 return False, None
-            held.ended.wait()
+            held.wait()
 
     async def aacquire(self, uid: str) -> tuple[bool, Any]:
         import asyncio
@@ -148,7 +153,7 @@ class Step:
                     self.engine.release(uid)
                     return True, value
                 return False, None
-            while not held.ended.is_set():
+            while not held.is_set():
                 await asyncio.sleep(0.005)
 
     # -- executing --
@@ -184,9 +189,10 @@ class Step:
         the failed attempts before the last are not recorded yet (they ran in a worker process)."""
         fields = self.fields()
         value: Any = None
+        depth = MAX_NESTING
         if out.ok:
             try:
-                field, value = codec.encode(out.value, self.serializer, self.engine.records, self.name)
+                field, value, depth = codec.encode(out.value, self.serializer, self.engine.records, self.name)
             except InvalidInputError as unstorable:
                 out.attempts[-1]["status"] = "failed"
                 out.attempts[-1]["error"] = codec.error_record(unstorable)
@@ -197,8 +203,14 @@ class Step:
                                   note=codec.error_line(a.get("error") or {})) for a in out.attempts[:-1]]
         last = out.attempts[-1]
         if out.ok:
-            final = verbs.unit(call.uid, "done", note="", attempt=last,
-                               fields={**fields, "version": self.version, "result": field})
+            done = {**fields, "version": self.version, "result": field}
+            if depth + 2 <= MAX_NESTING:
+                # What verbs.unit makes, without walking the result again to bound its nesting:
+                # the record nests 2 levels above the field, the attempt is flat, the id is checked.
+                final = {"t": "unit", "unit": check_unit_id(call.uid), "state": "done", "note": "",
+                         "attempt": last, "fields": done}
+            else:
+                final = verbs.unit(call.uid, "done", note="", attempt=last, fields=done)
         else:
             final = verbs.unit(call.uid, "failed", attempt=last, fields=fields,
                                note=codec.error_line(out.error() or {}))
@@ -219,9 +231,12 @@ class Step:
     def run(self, uid: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Settled:
         """Execute (this thread holds the claim); the records are not committed yet."""
         self.engine.ensure_session()
-        call = self.begin_call(uid)
+        return self.execute(self.begin_call(uid), args, kwargs)
+
+    def execute(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Settled:
+        """``run`` for a call already begun (this thread holds the claim and the session is on)."""
         self.engine.track(call)
-        token = _STACK.set((*_STACK.get(), uid))
+        token = _STACK.set((*_STACK.get(), call.uid))
         try:
             out = run_sync(self.fn, args, kwargs, self.policy, call.n, self.on_failed(call))
         except BaseException as exc:
