@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import resumable
 from corehelpers import data_dir_of, journal_of, journal_records, needs, records, snapshot_file, tree
-from resumable.errors import CorruptRunError, NewerFormatError, NoRunError, RefusedError
+from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError, NoRunError, RefusedError
 from resumable.store.files import journal, refresh
 
 Doc = dict[str, Any]
@@ -239,6 +239,29 @@ def test_external_edit_seen_by_a_long_lived_writer_that_appends_a_key(runs: Path
     assert snapshot_file(run.path)[0].get("owner") == "ops"
     assert resumable.read_doc(run.path).get("owner") == "ops"
     assert [b["reason"] for b in base_records(run)] == ["external-edit"]
+
+
+@pytest.mark.parametrize("how", ["edited snapshot", "base record of another writer"])
+def test_a_long_lived_writer_refuses_a_document_that_became_unfit(runs: Path, how: str) -> None:
+    """A writer checks a document's shape when it is new to it, so a document replaced behind a
+    writer that has the run cached (an edited snapshot, a base record appended by another process)
+    is refused as a fresh load of it would be, and nothing is written."""
+    run = make_run(runs)
+    run.unit("u0", "in_progress")
+    if how == "edited snapshot":
+        external_edit(run.path, lambda d: d.update(phases=["not", "an", "object"]))
+    else:
+        bad = {**doc_copy(run), "phases": ["not", "an", "object"]}
+        path = journal_of(run)
+        seq = records(path)[-1][0] + 1
+        with open(path, "ab") as f:
+            f.write(journal.encode(seq, {"t": "base", "at": "2026-11-29T08:00:00Z", "reason": "test",
+                                         "doc": bad}))
+    before = journal_of(run).read_bytes()
+    for writer in (run, resumable.open_run("r", runs_dir=runs)):
+        with pytest.raises(InvalidInputError, match="'phases' is an array, not an object"):
+            writer.unit("u1", "done")
+    assert journal_of(run).read_bytes() == before
 
 
 SEED_V2 = {

@@ -28,7 +28,7 @@ class Loaded:
     """What a load found; the writer keeps it up to date between its writes."""
 
     __slots__ = ("adopt", "applied", "doc", "events_stat", "journal_exists", "offset", "seq",
-                 "snap_offset", "snap_seq", "snap_size", "snap_stat", "torn")
+                 "shape_checked", "snap_offset", "snap_seq", "snap_size", "snap_stat", "torn")
 
     def __init__(
         self,
@@ -61,6 +61,10 @@ class Loaded:
         # (ino, size, mtime_ns) of the seed's event log when this state was compared with it
         # (None: there was none); a catch-up that finds it changed loads afresh.
         self.events_stat: tuple[int, int, int] | None = None
+        # The document object a writer last found fit to write to (``model.shape_problem``), held
+        # (not its id(), which a new object may reuse) so that any other object, a document
+        # loaded, adopted or replaced by a caught-up base record, is checked again.
+        self.shape_checked: dict[str, Any] | None = None
 
 
 def stat_key(st: os.stat_result) -> tuple[int, int, int]:

@@ -130,12 +130,20 @@ class Writer:
                 if not os.path.isdir(self.files.dir):
                     raise no_parent(self.files)
                 raise missing_run(self.files)
-            problem = shape_problem(state.doc)
-            if problem is not None:
-                raise InvalidInputError(
-                    f"{self.files.snapshot}: {problem} — fix the document (or move it aside and"
-                    " init afresh); nothing was written"
-                )
+            if state.shape_checked is not state.doc:
+                # Only a document new to this process needs the look: apply() changes a document
+                # in place and never breaks the shape of one that passed (every mutator keeps the
+                # containers' types and never raises schemaVersion; tests/test_events.py checks),
+                # so records caught up from other processes keep it fit unless one is a base or an
+                # init, which replaces the document object. Checked on every write, it cost each
+                # transition more than a microsecond.
+                problem = shape_problem(state.doc)
+                if problem is not None:
+                    raise InvalidInputError(
+                        f"{self.files.snapshot}: {problem} — fix the document (or move it aside and"
+                        " init afresh); nothing was written"
+                    )
+                state.shape_checked = state.doc
         pending: list[dict[str, Any]] = []
         if state.adopt is not None and state.doc is not None:
             if state.adopt == "import" and state.events_stat is not None:
