@@ -881,3 +881,23 @@ def test_a_journal_replaced_under_a_cached_writer_is_noticed(
     assert got["units"]["u2"]["status"] == "done" and got["units"]["u0"]["status"] == "pending"
     assert got["units"]["u1"]["status"] == "blocked"
     assert got["id"] == doc["id"]
+
+
+def test_the_absent_file_probe_raises_what_lstat_raises(tmp_path: Path) -> None:
+    """A writer's catch-up asks access() rather than lstat() for files usually absent; where the
+    answer is not simply "no such file", lstat() is still asked, so the same errors surface."""
+    from resumable.store.files.loader import lstat_unless_absent, searchable
+
+    present = tmp_path / "present"
+    present.write_text("x")
+    assert searchable(str(tmp_path))
+    assert lstat_unless_absent(str(tmp_path / "absent"), True) is None
+    assert lstat_unless_absent(str(present), True).st_size == 1  # type: ignore[union-attr]
+    with pytest.raises(FileNotFoundError):
+        lstat_unless_absent(str(tmp_path / "absent"), False)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for directory, error in ((present, NotADirectoryError), (loop, OSError)):
+        assert not searchable(str(directory))
+        with pytest.raises(error):
+            lstat_unless_absent(str(directory / "r.events.jsonl"), searchable(str(directory)))

@@ -208,8 +208,7 @@ class Writer:
                 # padding is what resumable 0.1.0 kept ahead of its records.
                 fsio.truncate(fd, state.offset, self.files.journal)
                 state.torn = 0
-            os.lseek(fd, state.offset, os.SEEK_SET)
-            fsio.write_all(fd, data, self.files.journal)
+            fsio.pwrite_all(fd, data, state.offset, self.files.journal)
             cursor.jsize = state.offset + len(data)
             fsio.fsync(fd, self.files.journal)
         except OSError as exc:
