@@ -10,12 +10,13 @@ from resumable.store.files.layout import RunFiles, check_log_dir, missing_run, n
 from resumable.store.files.loader import read_journal
 from resumable.store.files.lock import runner_holder
 from resumable.store.files.writer import Writer
-from resumable.store.values import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator, Sequence
     from typing import Any
+
+    from resumable.store.values import Record
 
 
 class FileRunHandle:
@@ -63,6 +64,8 @@ class FileRunHandle:
         self.writer.flush()
 
     def history(self, since: int = 0) -> Iterator[Record]:
+        from resumable.store.values import Record  # `resumable log`'s, not a seed verb's
+
         if not os.path.lexists(self.files.journal):
             return
         data = read_journal(self.files.journal, 0)
