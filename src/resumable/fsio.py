@@ -206,11 +206,14 @@ def pwrite_all(fd: int, data: bytes, offset: int, path: str) -> None:
     """``data`` written at ``offset``, whatever the descriptor's position (one system call fewer
     than seeking first, on the path every journal append takes)."""
     _before("write", path)
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, offset)
-        view = view[n:]
+    n = os.pwrite(fd, data, offset)
+    if n < len(data):  # a short write (rare: a signal, a full disk): the rest, piece by piece
+        view = memoryview(data)[n:]
         offset += n
+        while view:
+            n = os.pwrite(fd, view, offset)
+            view = view[n:]
+            offset += n
 
 
 def fsync(fd: int, path: str) -> None:

@@ -177,7 +177,10 @@ class Writer:
         state.doc = doc
         state.adopt = None
         # A finished run's view is made exact once; an adopted base gets a fresh marker at once.
-        force = any(ev.get("t") in ("finalize", "base") for ev in pending)
+        force = False
+        for ev in pending:  # a plain loop: every transition passes here
+            if ev.get("t") in ("finalize", "base"):
+                force = True
         self.view.after_write(state, force=force, lazy=lazy_view)
         return outputs
 
