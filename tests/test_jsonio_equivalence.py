@@ -78,6 +78,23 @@ def test_dumps_is_the_standard_compact_encoding(mod: ModuleType, value: Any) -> 
 
 
 @pytest.mark.parametrize("mod", MODULES, ids=IDS)
+@given(value=st.dictionaries(st.text(), st.text(), max_size=8))
+def test_an_object_of_strings_is_the_standard_compact_encoding(mod: ModuleType, value: dict[str, str]) -> None:
+    """Such an object (a unit transition's event) takes a shorter path: the same bytes."""
+    assert mod.dumps(value) == STD_COMPACT.encode(value).encode("utf-8")
+
+
+@pytest.mark.parametrize("mod", MODULES, ids=IDS)
+def test_an_object_of_strings_fails_as_the_encoder_does(mod: ModuleType) -> None:
+    for value in ({"t": "unit", "note": "ok \udcff"}, {"t": "unit", "\ud800": "x"}):
+        with pytest.raises(UnicodeEncodeError) as short:
+            mod.dumps(value)
+        with pytest.raises(UnicodeEncodeError) as standard:
+            STD_COMPACT.encode(value).encode("utf-8")
+        assert str(short.value) == str(standard.value)
+
+
+@pytest.mark.parametrize("mod", MODULES, ids=IDS)
 @given(value=json_values)
 def test_dumps_pretty_is_the_standard_indented_encoding(mod: ModuleType, value: Any) -> None:
     expected = STD_PRETTY.encode(value).encode("utf-8")

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import resumable
 from corehelpers import data_dir_of, journal_of, journal_records, needs, records, snapshot_file, tree
-from resumable.errors import CorruptRunError, NewerFormatError, NoRunError, RefusedError
+from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError, NoRunError, RefusedError
 from resumable.store.files import journal, refresh
 
 Doc = dict[str, Any]
@@ -239,6 +239,29 @@ def test_external_edit_seen_by_a_long_lived_writer_that_appends_a_key(runs: Path
     assert snapshot_file(run.path)[0].get("owner") == "ops"
     assert resumable.read_doc(run.path).get("owner") == "ops"
     assert [b["reason"] for b in base_records(run)] == ["external-edit"]
+
+
+@pytest.mark.parametrize("how", ["edited snapshot", "base record of another writer"])
+def test_a_long_lived_writer_refuses_a_document_that_became_unfit(runs: Path, how: str) -> None:
+    """A writer checks a document's shape when it is new to it, so a document replaced behind a
+    writer that has the run cached (an edited snapshot, a base record appended by another process)
+    is refused as a fresh load of it would be, and nothing is written."""
+    run = make_run(runs)
+    run.unit("u0", "in_progress")
+    if how == "edited snapshot":
+        external_edit(run.path, lambda d: d.update(phases=["not", "an", "object"]))
+    else:
+        bad = {**doc_copy(run), "phases": ["not", "an", "object"]}
+        path = journal_of(run)
+        seq = records(path)[-1][0] + 1
+        with open(path, "ab") as f:
+            f.write(journal.encode(seq, {"t": "base", "at": "2026-11-29T08:00:00Z", "reason": "test",
+                                         "doc": bad}))
+    before = journal_of(run).read_bytes()
+    for writer in (run, resumable.open_run("r", runs_dir=runs)):
+        with pytest.raises(InvalidInputError, match="'phases' is an array, not an object"):
+            writer.unit("u1", "done")
+    assert journal_of(run).read_bytes() == before
 
 
 SEED_V2 = {
@@ -858,3 +881,23 @@ def test_a_journal_replaced_under_a_cached_writer_is_noticed(
     assert got["units"]["u2"]["status"] == "done" and got["units"]["u0"]["status"] == "pending"
     assert got["units"]["u1"]["status"] == "blocked"
     assert got["id"] == doc["id"]
+
+
+def test_the_absent_file_probe_raises_what_lstat_raises(tmp_path: Path) -> None:
+    """A writer's catch-up asks access() rather than lstat() for files usually absent; where the
+    answer is not simply "no such file", lstat() is still asked, so the same errors surface."""
+    from resumable.store.files.loader import lstat_unless_absent, searchable
+
+    present = tmp_path / "present"
+    present.write_text("x")
+    assert searchable(str(tmp_path))
+    assert lstat_unless_absent(str(tmp_path / "absent"), True) is None
+    assert lstat_unless_absent(str(present), True).st_size == 1  # type: ignore[union-attr]
+    with pytest.raises(FileNotFoundError):
+        lstat_unless_absent(str(tmp_path / "absent"), False)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for directory, error in ((present, NotADirectoryError), (loop, OSError)):
+        assert not searchable(str(directory))
+        with pytest.raises(error):
+            lstat_unless_absent(str(directory / "r.events.jsonl"), searchable(str(directory)))

@@ -338,10 +338,26 @@ def _refuse_lone_surrogates(value: Any) -> None:
 
 def dumps(value: Any) -> bytes:
     """Compact JSON (no spaces, raw UTF-8), as JSON.stringify prints it."""
+    if type(value) is dict:
+        text = _flat_strings(value)
+        if text is not None:
+            return text.encode("utf-8")
     try:
         return _compact(value).encode("utf-8")
     except RecursionError as exc:
         raise ValueError("value nested too deeply to encode") from exc
+
+
+def _flat_strings(value: dict[Any, Any]) -> str | None:
+    """The compact text of an object whose keys and values are all strings (a unit transition's
+    event, encoded on every journal append), else None. Joined from the escaper the encoder itself
+    uses, so the text is the encoder's, at about a third less cost: no encoder object is built."""
+    parts = []
+    for key, item in value.items():
+        if type(key) is not str or type(item) is not str:
+            return None
+        parts.append(_escape(key) + ":" + _escape(item))
+    return "{" + ",".join(parts) + "}"
 
 
 def dumps_pretty(value: Any, *, big: bool = False) -> bytes:

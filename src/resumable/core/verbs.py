@@ -106,6 +106,10 @@ def unit(
         event["attempt"] = attempt
     if fields is not None:
         event["fields"] = fields
+    if attempt is None and fields is None and (note is None or isinstance(note, str)):
+        # Nothing here can nest (deps are checked strings): the walk is skipped on the path every
+        # transition takes.
+        return event
     return _checked(event)
 
 

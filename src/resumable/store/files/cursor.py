@@ -22,10 +22,12 @@ from resumable.store.files.loader import (
     Loaded,
     events_key,
     load,
+    lstat_unless_absent,
     pread_all,
     read_journal,
     read_range,
     replay,
+    searchable,
     stat_key,
 )
 
@@ -98,7 +100,9 @@ class Cursor:
         state = self.state
         if state is None:
             return self.full_load()
-        if events_key(self.files) != state.events_stat:
+        # One look at the directory, so that the probes below answer "absent" without an exception.
+        dir_ok = searchable(self.files.dir)
+        if events_key(self.files, dir_searchable=dir_ok) != state.events_stat:
             # The seed's event log appeared or grew (or went): what it holds is judged against the
             # run afresh (seed_adopt), as a fresh load would.
             return self.full_load()
@@ -146,9 +150,10 @@ class Cursor:
             state.offset = scan.end
             state.torn = scan.torn
         try:
-            snap_st = stat_key(os.stat(self.files.snapshot, follow_symlinks=False))
+            found = lstat_unless_absent(self.files.snapshot, dir_ok)
         except FileNotFoundError:
-            snap_st = None
+            found = None
+        snap_st = None if found is None else stat_key(found)
         if snap_st != state.snap_stat:
             self._check_snapshot(state, snap_st)
         return state

@@ -47,7 +47,7 @@ _SUFFIX = len(b',"crc":"00000000"}')  # 18 bytes after the checksummed part
 
 def encode(seq: int, event: dict[str, Any]) -> bytes:
     """One record line (newline-terminated) for ``event`` at sequence number ``seq``."""
-    if RESERVED.intersection(event):
+    if not RESERVED.isdisjoint(event):
         raise InvalidInputError(f"an event may not carry the keys {', '.join(sorted(RESERVED))}")
     try:
         payload = jsonio.dumps(event)

@@ -28,7 +28,7 @@ class Loaded:
     """What a load found; the writer keeps it up to date between its writes."""
 
     __slots__ = ("adopt", "applied", "doc", "events_stat", "journal_exists", "offset", "seq",
-                 "snap_offset", "snap_seq", "snap_size", "snap_stat", "torn")
+                 "shape_checked", "snap_offset", "snap_seq", "snap_size", "snap_stat", "torn")
 
     def __init__(
         self,
@@ -61,6 +61,10 @@ class Loaded:
         # (ino, size, mtime_ns) of the seed's event log when this state was compared with it
         # (None: there was none); a catch-up that finds it changed loads afresh.
         self.events_stat: tuple[int, int, int] | None = None
+        # The document object a writer last found fit to write to (``model.shape_problem``), held
+        # (not its id(), which a new object may reuse) so that any other object, a document
+        # loaded, adopted or replaced by a caught-up base record, is checked again.
+        self.shape_checked: dict[str, Any] | None = None
 
 
 def stat_key(st: os.stat_result) -> tuple[int, int, int]:
@@ -86,15 +90,35 @@ def replay(
     return doc
 
 
-def events_key(files: RunFiles) -> tuple[int, int, int] | None:
-    """The seed event log's identity, or None when there is none: one lstat, the whole cost of a
-    run without a log (nearly every run)."""
+def events_key(files: RunFiles, *, dir_searchable: bool = False) -> tuple[int, int, int] | None:
+    """The seed event log's identity, or None when there is none: one lstat (or access), the whole
+    cost of a run without a log (nearly every run). ``dir_searchable``: see ``lstat_unless_absent``."""
     try:
-        return stat_key(os.lstat(files.events))
+        st = lstat_unless_absent(files.events, dir_searchable)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise translate(exc, f"cannot read {files.events}") from exc
+    return None if st is None else stat_key(st)
+
+
+def lstat_unless_absent(path: str, dir_searchable: bool) -> os.stat_result | None:
+    """``os.lstat(path)``, raising what it raises; but None, without that call, when ``path`` is
+    absent and its directory was just found searchable (``searchable()``, asked once by the caller
+    for all the files it probes). A writer probes on every write for files that are usually not
+    there (the seed's event log; a large run's snapshot before its first refresh), and the
+    exception a failed lstat() raises costs more than the system call. access() answers without
+    one, but it also fails where lstat() fails for another reason: only in a searchable directory
+    does its "no" mean "no such file" (the names' lengths were checked by the run's load)."""
+    if dir_searchable and not os.access(path, os.F_OK, follow_symlinks=False):
+        return None
+    return os.lstat(path)
+
+
+def searchable(directory: str) -> bool:
+    """Whether this process may look names up in ``directory`` (see ``lstat_unless_absent``). The
+    trailing separator makes anything but a directory fail (an executable file passes X_OK)."""
+    return os.access(directory + os.sep, os.X_OK, effective_ids=True)
 
 
 def load(files: RunFiles) -> Loaded:
