@@ -14,7 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -173,10 +173,12 @@ def whole_run(runs: Path, n_units: int) -> tuple[float, int, int]:
     written = 0
     real = fsio.atomic_write
 
-    def counting(path: str, data: bytes, **kw: bool) -> None:
+    def counting(path: str, data: bytes | Iterable[bytes], **kw: bool) -> int:
+        # The snapshot comes in pieces (never held whole): count what was written.
         nonlocal written
-        written += len(data)
-        real(path, data, **kw)
+        size = real(path, data, **kw)
+        written += size
+        return size
 
     fsio.atomic_write = counting  # type: ignore[assignment]
     try:

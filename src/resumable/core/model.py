@@ -155,6 +155,10 @@ def new_document(
 
 def upgrade(doc: dict[str, Any]) -> None:
     """Add-only v1 -> v2 upgrade, done by every write (never by a read), in place."""
+    version = doc.get("schemaVersion")
+    if type(version) is int and version == SCHEMA_VERSION and type(doc.get("openItems")) is list \
+            and "resolvedItems" in doc:
+        return  # already current: every record replayed and every write after the first ends here
     if doc.get("openItems") is None:
         # The seed's `openItems ??= []`: a null openItems is replaced too (setdefault left a null
         # in place and `item`/`resolve` then crashed iterating it).
