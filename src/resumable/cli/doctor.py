@@ -23,9 +23,10 @@ import click
 
 from resumable import __version__, store
 from resumable.cli.errors import command_class
-from resumable.cli.hostinfo import LEASE_SUFFIX, Lease, carriers, lease_files, mount_of, proc_start
+from resumable.cli.hostinfo import LEASE_SUFFIX, Lease, carriers, lease_files, mount_of
 from resumable.core.text import escape_controls
 from resumable.errors import ResumableError
+from resumable.procfs import start_time
 from resumable.store.values import LEASE_FORMAT
 
 if TYPE_CHECKING:
@@ -296,7 +297,7 @@ def leftovers(root: str, leases: dict[str, Lease]) -> list[Finding]:
             # A killed writer's temp file: .<run>.json.tmp.<pid> (its pid no longer alive).
             if e.name.startswith(".") and ".tmp." in e.name:
                 pid = e.name.rsplit(".", 1)[1]
-                if not (pid.isdigit() and proc_start(int(pid)) is not None):
+                if not (pid.isdigit() and start_time(int(pid)) is not None):
                     stale.append(e.name)
     if stale:
         out.append(Finding("leftovers", WARNING, f"{len(stale)} temp file(s) left by killed writers in {root}"

@@ -16,6 +16,8 @@ import os
 import stat
 from typing import Any
 
+from resumable.procfs import start_time
+
 TOKEN_ENV = "RESUMABLE_RUNNER_TOKEN"  # runner.process: the runner's secret in its steps' environment
 LEASE_SUFFIX = ".runner.lock"
 _MAX_LEASE = 1 << 20
@@ -127,18 +129,6 @@ def _read_lease(path: str) -> tuple[dict[str, Any], os.stat_result] | None:
     return (value if isinstance(value, dict) else {}), st
 
 
-def proc_start(pid: object) -> str | None:
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    rest = data[data.rfind(")") + 2:].split()
-    return rest[19] if len(rest) > 19 and rest[0] not in ("Z", "X") else None
-
-
 def lease_files(root: str) -> dict[str, Lease]:
     """run id -> its lease, for every ``<id>.runner.lock`` in the runs directory."""
     import socket
@@ -160,7 +150,7 @@ def lease_files(root: str) -> dict[str, Lease]:
         elif locks is not None:
             held = False
         else:  # no /proc/locks: is the recorded runner process alive (same start time)?
-            start = proc_start(info.get("pid"))
+            start = start_time(info.get("pid"))
             held = start is not None and start == info.get("start")
         out[name[: -len(LEASE_SUFFIX)]] = Lease(name[: -len(LEASE_SUFFIX)], info, held)
     return out
@@ -184,6 +174,6 @@ def carriers(secrets: set[str]) -> dict[str, list[int]]:
         except OSError:
             continue
         for entry in entries:
-            if entry in needles and proc_start(pid) is not None:
+            if entry in needles and start_time(pid) is not None:
                 found.setdefault(needles[entry], []).append(pid)
     return found

@@ -150,30 +150,11 @@ class NotStarted:
 NOT_STARTED = NotStarted()
 
 
-class FailedSpawn:
+class FailedSpawn(NotStarted):
     """Stands in for a process that could not start (bad cwd, missing program): exit 127."""
-
-    pid = 0
-    pgid = 0
-    token: str | None = None
 
     def __init__(self, message: str, log: str) -> None:
         append_log(log, message)
 
     def poll(self) -> int | None:
         return 127
-
-    def terminate(self) -> None:
-        pass
-
-    def kill(self) -> None:
-        pass
-
-    def leftovers(self) -> bool:
-        return False
-
-    def fileno(self) -> int | None:
-        return None
-
-    def close(self) -> None:
-        pass

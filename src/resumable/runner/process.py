@@ -21,29 +21,15 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from resumable import fsio
+from resumable.procfs import stat_of
 from resumable.store.values import LeftoverGroup
 
 TOKEN_ENV = "RESUMABLE_RUNNER_TOKEN"
 
 
-def _read_stat(pid: int) -> tuple[str, int, str] | None:
-    """(state, pgrp, starttime) of a process, or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces and ')': split after the last ')'.
-    rest = data[data.rfind(")") + 2:].split()
-    try:
-        return rest[0], int(rest[2]), rest[19]
-    except (IndexError, ValueError):
-        return None
-
-
 def start_token(pid: int) -> str | None:
     """An identity for a pid that a reused pid cannot share (kernel start time in ticks)."""
-    st = _read_stat(pid)
+    st = stat_of(pid)
     return st[2] if st else None
 
 
@@ -57,7 +43,7 @@ def group_members(pgid: int) -> list[int]:
     for name in names:
         if not name.isdigit():
             continue
-        st = _read_stat(int(name))
+        st = stat_of(int(name))
         if st and st[1] == pgid and st[0] not in ("Z", "X"):
             out.append(int(name))
     return out
@@ -296,7 +282,7 @@ def stop_earlier_attempts(secret: str, run: str, step: str, *, grace: float = 2.
 
 
 def _alive(pid: int) -> bool:
-    st = _read_stat(pid)
+    st = stat_of(pid)
     return st is not None and st[0] not in ("Z", "X")
 
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from resumable.errors import ResumableError, StoreError
 from resumable.runner import fingerprint as fp
 from resumable.runner import process
+from resumable.runner.attempt import FailedSpawn
 from resumable.runner.stepspec import from_spec
 from resumable.runner.worker_attempt import (
     Draining,
-    FailedSpawn,
     Outcome,
     Running,
     fingerprint_differences,

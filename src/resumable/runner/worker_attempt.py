@@ -13,6 +13,7 @@ from typing import Any
 from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
 from resumable.runner import process
+from resumable.runner.attempt import append_log
 from resumable.runner.jobfile import Step
 from resumable.runner.retry import RetryPolicy
 from resumable.runner.workqueue import ClaimLike
@@ -119,44 +120,6 @@ def fingerprint_differences(submitted: object, here: dict[str, Any]) -> list[str
         if (old or {}).get("sha256") != (rec or {}).get("sha256"):
             out.append(f"input {'missing' if rec is None else 'differs'}: {path}")
     return out
-
-
-class FailedSpawn:
-    """Stands in for a process that could not start (bad cwd, missing program): exit 127."""
-
-    pid = 0
-    pgid = 0
-    token: str | None = None
-
-    def __init__(self, message: str, log: str) -> None:
-        append_log(log, message)
-
-    def poll(self) -> int | None:
-        return 127
-
-    def terminate(self) -> None:
-        pass
-
-    def kill(self) -> None:
-        pass
-
-    def leftovers(self) -> bool:
-        return False
-
-    def fileno(self) -> int | None:
-        return None
-
-    def close(self) -> None:
-        pass
-
-
-def append_log(path: str, text: str) -> None:
-    try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(text)
-    except OSError:
-        pass
 
 
 def read_log(path: str) -> bytes | None:

@@ -38,6 +38,7 @@ import time
 from resumable import fsio
 from resumable.core.stamps import stamp
 from resumable.errors import NewerFormatError, RefusedError
+from resumable.procfs import stat_of
 from resumable.store.files.layout import check_log_dir, translate
 from resumable.store.values import LEASE_FORMAT, LeftoverGroup
 
@@ -57,13 +58,8 @@ _PROBE_POLL = 0.005
 
 def _proc_start(pid: int) -> str | None:
     """The kernel's start time of ``pid`` (field 22 of /proc/<pid>/stat), against pid reuse."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    rest = data[data.rfind(")") + 2:].split()
-    return rest[19] if len(rest) > 19 else None
+    st = stat_of(pid)
+    return st[2] if st is not None else None
 
 
 def held_by_live_runner(info: dict[str, Any]) -> bool:
