@@ -37,7 +37,8 @@ def test_a_pass_records_state_log_and_exits_with_the_commands_code(state_dir: Pa
 def _hold(state_dir: Path, name: str, tmp_path: Path) -> tuple[object, Path]:
     """Start a pass that runs until ``release`` is created; returns (process, release path)."""
     started, release = tmp_path / f"{name}.started", tmp_path / f"{name}.release"
-    script = f"touch {started}; while [ ! -e {release} ]; do sleep 0.02; done"
+    # Bounded (30 s): a test that fails before releasing it must not leave the loop running.
+    script = f"touch {started}; i=0; while [ ! -e {release} ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done"
     holder = spawn(name, "--state-dir", str(state_dir), "--", "sh", "-c", script)
     wait_for(started.exists)
     return holder, release
