@@ -65,3 +65,125 @@ def test_pieces_are_the_whole_encoding(units: dict[str, Any]) -> None:
 def test_small_documents_stay_one_piece() -> None:
     doc = big_doc({"a": {"status": "done"}})
     assert list(snapshot.stream(doc, 1, 2, big=True)) == [snapshot.encode(doc, 1, 2)]
+
+
+# --- decode_chunked: decode()'s answer, read a piece at a time --------------------------------
+
+
+def chunked(data: bytes, chunk: int = 97) -> snapshot.Decoded | None:
+    got = snapshot.decode_chunked(lambda offset, size: data[offset : offset + size], chunk)
+    if got is None:
+        return None
+    decoded, size = got
+    assert size == len(data)
+    return decoded
+
+
+def answer(decoded: snapshot.Decoded) -> tuple[str, Any, Any, bool]:
+    # repr() tells key order, int from float, 2**70 from its float, -0.0 from 0.0.
+    marker = decoded.marker
+    return (repr(decoded.doc), marker and marker.seq, marker and marker.offset, decoded.intact)
+
+
+def decode_answer(data: bytes) -> tuple[str, Any, Any, bool] | str:
+    try:
+        return answer(snapshot.decode(data))
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+
+
+def loaded_answer(data: bytes, chunk: int = 97) -> tuple[str, Any, Any, bool] | str:
+    """What the loader gets: the pieces' answer, or decode()'s when they give none."""
+    decoded = chunked(data, chunk)
+    return decode_answer(data) if decoded is None else answer(decoded)
+
+
+def tricky_units(n: int) -> dict[str, Any]:
+    units: dict[str, Any] = {}
+    for i in range(n):
+        units[f"s{i}"] = {
+            "status": "done",
+            "dependsOn": [f"s{i - 1}"] if i else [],
+            "note": ["", '\n    "x": {', '",\n    "y": 1\n  }\n}', "caf\u00e9 \u2603 \U0001f600", "\\n  }"][i % 5],
+            "attempts": [{"n": 1, "exitCode": 0, "big": 2**70 + i, "neg": -(2**65), "f": 0.1 * i,
+                          "deep": {"a": [[], {}, [{"b": None}]]}}] if i % 3 else [],
+            "empty": {},
+        }
+    units[',\n    "odd key'] = {}
+    units["\n  }"] = []
+    units["last"] = 12345678901234567890123
+    return units
+
+
+def test_pieces_decode_as_a_whole_parse() -> None:
+    doc = big_doc(tricky_units(300))
+    doc["launch"] = {"kind": "resumable", "argv": ["a", "b"], "nested": {"k": {"v": 1}}}
+    for big in (True, False):
+        data = snapshot.encode(doc, 12, 3456, big=big)
+        for chunk in (1, 7, 97, 4096, len(data)):
+            decoded = chunked(data, chunk)
+            assert decoded is not None
+            assert answer(decoded) == decode_answer(data)
+            assert decoded.doc == doc and list(decoded.doc) == list(doc)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), values, min_size=1, max_size=12), st.integers(1, 300))
+def test_any_units_decode_as_a_whole_parse(units: dict[str, Any], chunk: int) -> None:
+    data = snapshot.encode(big_doc(units), 5, 77, big=True)
+    assert loaded_answer(data, chunk) == decode_answer(data)
+
+
+def test_a_damaged_byte_is_answered_as_decode_answers() -> None:
+    data = snapshot.encode(big_doc(tricky_units(40)), 9, 900, big=True)
+    for at in range(0, len(data), max(len(data) // 300, 1)):
+        for byte in (0x20, 0x31, 0x7D):
+            if data[at] == byte:
+                continue
+            damaged = data[:at] + bytes([byte]) + data[at + 1 :]
+            expected = decode_answer(damaged)
+            decoded = chunked(damaged)
+            if decoded is not None:  # only bytes the CRC does not cover: the marker's numbers
+                assert answer(decoded) == expected
+            if isinstance(expected, str) or not expected[3]:
+                assert decoded is None
+            assert loaded_answer(damaged) == expected
+
+
+def test_files_not_in_the_layout_are_left_to_decode() -> None:
+    import json
+
+    doc = big_doc(tricky_units(30))
+    data = snapshot.encode(doc, 3, 30, big=True)
+    assert chunked(data) is not None
+    marker_at = data.rindex(b',\n  "_journal"')
+    shapes = {
+        # jq '.k = 1': a key after the marker
+        "key after marker": data[:-2] + b',\n  "k": 1\n}\n',
+        # the marker not last: moved before the document's last key
+        "marker not last": data[:marker_at] + b',\n  "_journal": {"seq": 3, "offset": 30, "crc": "00000000"}'
+        + b',\n  "moved": 1\n}\n',
+        "re-indented": json.dumps(json.loads(data), indent=4, ensure_ascii=False).encode(),
+        "jq": json.dumps(json.loads(data), indent=2).encode() + b"\n",
+        "compact": json.dumps(json.loads(data), separators=(",", ":")).encode(),
+        "no marker": jsonio.dumps_pretty(doc, big=True),
+        "byte order mark": b"\xef\xbb\xbf" + data,
+        "two units keys": data.replace(b'\n  "openItems"', b'\n  "units": {},\n  "openItems"'),
+        "not an object": b"[" + data + b"]",
+    }
+    for name, shaped in shapes.items():
+        decoded = chunked(shaped)
+        assert decoded is None or answer(decoded) == decode_answer(shaped), name
+        assert loaded_answer(shaped) == decode_answer(shaped), name
+    for name in ("key after marker", "marker not last", "re-indented", "jq", "no marker", "two units keys"):
+        assert chunked(shapes[name]) is None, name
+
+
+def test_a_file_cut_short_is_left_to_decode() -> None:
+    data = snapshot.encode(big_doc(tricky_units(20)), 3, 30, big=True)
+    for end in range(0, len(data), 37):
+        cut = data[:end]
+        assert chunked(cut) is None
+        assert loaded_answer(cut) == decode_answer(cut)
+    # Everything but the final newline: still decode()'s answer, intact as peek() finds it.
+    assert loaded_answer(data[:-1]) == decode_answer(data[:-1])

@@ -263,7 +263,7 @@ _INT64_MAX = 2**63 - 1
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
-def _orjson_exact(data: bytes) -> bool:
+def _orjson_exact(data: bytes | bytearray) -> bool:
     """Whether orjson decodes the numbers of ``data`` exactly as the standard scanner does: orjson
     silently turns an integer outside [-2**63, 2**64) into a float. Such an integer has at least
     19 digits in a row (its magnitude is at least 2**63, a 19-digit number starting 92...), so a
@@ -288,7 +288,7 @@ def _orjson_exact(data: bytes) -> bool:
 # --- the interface -----------------------------------------------------------------------------
 
 
-def loads(data: bytes) -> Any:
+def loads(data: bytes | bytearray) -> Any:
     """Decode UTF-8 JSON bytes. Raises ValueError (JSONDecodeError, UnicodeDecodeError, nesting
     too deep, NaN/Infinity) for anything that is not strict JSON."""
     if len(data) > BIG and _orjson_exact(data):

@@ -140,6 +140,8 @@ def load(files: RunFiles) -> Loaded:
 def _load(files: RunFiles) -> Loaded:
     snap_bytes: bytes | None = None
     snap_stat = None
+    decoded: snapshot.Decoded | None = None
+    snap_size = 0
     try:
         # Without following a link and without blocking on a FIFO (fsio.open_regular).
         fd = fsio.open_regular(files.snapshot, os.O_RDONLY)
@@ -150,20 +152,25 @@ def _load(files: RunFiles) -> Loaded:
     else:
         try:
             snap_stat = stat_key(os.fstat(fd))
-            snap_bytes = pread_all(fd, 0, snap_stat[1]) if snap_stat[1] else b""
-            more = os.pread(fd, 1 << 16, len(snap_bytes))
-            while more:  # grew while we read: read to its end
-                snap_bytes += more
+            # A large snapshot resumable wrote is decoded as it is read, never held whole.
+            chunked = snapshot.decode_chunked(lambda offset, size: os.pread(fd, size, offset)) \
+                if snap_stat[1] >= snapshot.CHUNKED_MIN else None
+            if chunked is not None:
+                decoded, snap_size = chunked
+            else:
+                snap_bytes = pread_all(fd, 0, snap_stat[1]) if snap_stat[1] else b""
                 more = os.pread(fd, 1 << 16, len(snap_bytes))
+                while more:  # grew while we read: read to its end
+                    snap_bytes += more
+                    more = os.pread(fd, 1 << 16, len(snap_bytes))
         except OSError as exc:
             raise translate(exc, f"cannot read {files.snapshot}") from exc
         finally:
             os.close(fd)
 
-    decoded: snapshot.Decoded | None = None
     parse_error: str | None = None
-    snap_size = len(snap_bytes) if snap_bytes is not None else 0
     if snap_bytes is not None:
+        snap_size = len(snap_bytes)
         try:
             decoded = snapshot.decode(snap_bytes)
         except ValueError as exc:

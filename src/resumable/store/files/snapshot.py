@@ -16,7 +16,7 @@ from resumable.core import jsonio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 MARKER_KEY = "_journal"
@@ -97,8 +97,13 @@ def _pretty_pieces(doc: dict[str, Any], big: bool) -> Iterator[bytes]:
 def peek(data: bytes) -> Marker | None:
     """The marker of an intact snapshot, found without parsing the document; None when the
     marker is missing or the bytes before it are not the ones resumable wrote."""
+    return _peek(data, 0, 0)
+
+
+def _peek(data: bytes, before: int, crc: int) -> Marker | None:
+    """peek() of a file's last bytes ``data``, after ``before`` bytes whose CRC-32 is ``crc``."""
     idx = data.rfind(_MARKER_SEP)
-    if idx <= 0:
+    if idx < 0 or before + idx <= 0:
         return None
     end = data.find(b"}", idx + len(_MARKER_SEP))
     try:
@@ -109,7 +114,7 @@ def peek(data: bytes) -> Marker | None:
         isinstance(raw, dict)
         and isinstance(raw.get("seq"), int)
         and isinstance(raw.get("offset"), int)
-        and raw.get("crc") == f"{zlib.crc32(memoryview(data)[:idx]):08x}"
+        and raw.get("crc") == f"{zlib.crc32(memoryview(data)[:idx], crc):08x}"
         and data[end + 1 :].strip() == b"}"
     ):
         return None
@@ -140,3 +145,140 @@ def decode(data: bytes) -> Decoded:
         intact = peek(data) is not None
         return Decoded(doc, marker, intact)
     return Decoded(doc, None, False)
+
+
+# --- large snapshots, a piece at a time ----------------------------------------------------------
+# A whole-file parse of a 100,000-unit snapshot (85 MB) holds the file, the parser's own tree of
+# it and the objects made from it at once (about 480 MB at the peak). A snapshot resumable wrote
+# has the layout of dumps_pretty, in which the units object's entries start at "\n    \"" and it
+# ends at "\n  }" (a raw newline never occurs inside a JSON string): such a file is read a few
+# megabytes at a time, its units decoded an entry run at a time and the rest of the document on
+# its own. Anything else, and any file whose marker does not vouch for its bytes, is left to
+# decode(): the answer is always decode()'s.
+
+# Files from this size on are worth reading in pieces (below, decode() peaks at a few tens of MB).
+CHUNKED_MIN = 8 << 20
+_CHUNK = 2 << 20
+_HEAD_MAX = 16 << 20  # the document before its units: a few hundred bytes in a run's snapshot
+_UNITS_OPEN = b'\n  "units": {\n    "'
+_ENTRY = b',\n    "'
+_UNITS_CLOSE = b"\n  }"
+
+
+def decode_chunked(read: Callable[[int, int], bytes], chunk: int = _CHUNK) -> tuple[Decoded, int] | None:
+    """``decode()`` of the file ``read(offset, size)`` reads (fewer bytes only at its end), without
+    ever holding the whole file or its whole parse: (the same Decoded, the file's size), or None
+    when the file is not an intact snapshot in resumable's layout (decode() of its bytes answers,
+    errors included)."""
+    try:
+        return _decode_chunked(read, chunk)
+    except ValueError:
+        return None  # decode() of the whole bytes raises its own error, or reads what this could not
+
+
+def _decode_chunked(read: Callable[[int, int], bytes], chunk: int) -> tuple[Decoded, int] | None:
+    size = 0
+
+    def more() -> bytes:
+        nonlocal size
+        piece = read(size, chunk)
+        size += len(piece)
+        return piece
+
+    # The document up to its units' opening brace.
+    buf = b""
+    while True:
+        piece = more()
+        if not piece:
+            return None
+        buf += piece
+        at = buf.find(_UNITS_OPEN)
+        if at >= 0:
+            break
+        if len(buf) > _HEAD_MAX:
+            return None
+    cut = at + len(_UNITS_OPEN) - len(_ENTRY) + 1  # just past the "{"
+    head = buf[:cut]
+    if not head.startswith(b'{\n  "'):
+        return None
+    # The brace must open the value of the document's own (single) "units" key: then the head
+    # closed by two braces is a document whose last key is "units".
+    outline = jsonio.loads(head + b"}}")
+    if not isinstance(outline, dict) or list(outline)[-1] != "units" or outline["units"] != {}:
+        return None
+    del outline
+    crc = zlib.crc32(head)
+
+    # The units, a run of whole entries at a time, into one dict in the file's order (a repeated
+    # key keeps its first place and takes its last value, as in a whole parse). A run is decoded
+    # as "[{" run "}]", as deep as it lies in the document, in place in the buffer: its last
+    # comma becomes the closing brace. A run that does not decode reaches past the units' end.
+    units: dict[str, Any] = {}
+    runs = bytearray(b"[{")
+    runs += memoryview(buf)[cut:]  # "\n    \"key\": ..." onwards
+    del buf
+    piece = b"-"
+    while piece:
+        piece = more()
+        runs += piece
+        split = runs.rfind(_ENTRY, 2)
+        if not piece or split < 0:
+            continue
+        rest = runs[split + 1 :]
+        del runs[split + 1 :]
+        runs[split] = ord("}")
+        runs.append(ord("]"))
+        try:
+            part = jsonio.loads(runs)
+        except ValueError:
+            part = None
+        if not (isinstance(part, list) and len(part) == 1 and isinstance(part[0], dict)):
+            del runs[split:]  # as it was: the units' end is in this run
+            runs += b","
+            runs += rest
+            break
+        units.update(part[0])
+        del part
+        runs[split] = ord(",")
+        crc = zlib.crc32(memoryview(runs)[2 : split + 1], crc)
+        runs = bytearray(b"[{")
+        runs += rest
+    end = runs.find(_UNITS_CLOSE, 2)
+    if end < 0:
+        return None
+    crc = zlib.crc32(memoryview(runs)[2:end], crc)
+    buf = bytes(runs[end:])
+    del runs[end:]
+    runs += b"}]"
+    part = jsonio.loads(runs)
+    if not (isinstance(part, list) and len(part) == 1 and isinstance(part[0], dict)):
+        return None
+    units.update(part[0])
+    del part, runs
+
+    # The rest: the units' closing brace to the end of the file, small in a run's snapshot.
+    pieces = [buf]
+    before = size - len(buf)
+    while piece := more():
+        pieces.append(piece)
+    tail = b"".join(pieces)
+    del pieces, buf
+    if b'\n  "units": ' in tail:
+        return None
+    doc = jsonio.loads(head + b"}" + tail[len(_UNITS_CLOSE) :])
+    if not isinstance(doc, dict) or doc.get("units") != {}:
+        return None
+    doc["units"] = units  # its place in the document's order stays the one the file gave it
+    # The marker as decode() takes it, and intact as peek() finds it: only then is this decode()'s
+    # answer (any other is left to decode() itself).
+    raw = doc.pop(MARKER_KEY, None)
+    if not (
+        isinstance(raw, dict)
+        and isinstance(raw.get("seq"), int)
+        and isinstance(raw.get("offset"), int)
+        and isinstance(raw.get("crc"), str)
+    ):
+        return None
+    if _peek(tail, before, crc) is None:
+        return None
+    return Decoded(doc, Marker(raw["seq"], raw["offset"]), True), size
