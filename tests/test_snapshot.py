@@ -187,3 +187,20 @@ def test_a_file_cut_short_is_left_to_decode() -> None:
         assert loaded_answer(cut) == decode_answer(cut)
     # Everything but the final newline: still decode()'s answer, intact as peek() finds it.
     assert loaded_answer(data[:-1]) == decode_answer(data[:-1])
+
+
+def test_repeating_values_of_units_are_one_string_each() -> None:
+    stamp = "2026-11-30T16:17:11Z"
+    units = {f"u{i}": {"status": "done", "createdAt": "".join(["2026-11-30T16:", "17:11Z"]),
+                       "note": f"n{i}", "fingerprint": {"v": 1, "env": "e" * 64, "cwd": "/".join(["", "w"])}}
+             for i in range(2500)}
+    doc = {"id": "r", "status": "done", "units": units}
+    data = snapshot.encode(doc, 1, 10, big=True)
+    got = snapshot.decode_chunked(lambda offset, size: data[offset : offset + size], 4096)
+    assert got is not None
+    decoded = got[0].doc
+    assert decoded == doc  # equal values, as decode() gives them
+    shared = decoded["units"]
+    assert shared["u0"]["createdAt"] == stamp and shared["u0"]["createdAt"] is shared["u2499"]["createdAt"]
+    assert shared["u7"]["fingerprint"]["env"] is shared["u1900"]["fingerprint"]["env"]
+    assert shared["u7"]["note"] == "n7"  # a value of another field stays its own
