@@ -167,36 +167,32 @@ _UNITS_CLOSE = b"\n  }"
 
 # Values that repeat across a big run's units: stamps to the second, states, a fingerprint's
 # environment digest and directory. Decoded, each would be its own string object (orjson makes a
-# new one per occurrence): at 100,000 units, some 50 MB of copies.
+# new one per occurrence): at 100,000 units, some 50 MB of copies. sys.intern keeps one of each
+# (its table holds no reference of its own: a value goes when its last unit lets it go).
 _SHARED_KEYS: Final = ("status", "createdAt", "updatedAt", "startedAt", "finishedAt")
-_SHARED_FINGERPRINT_KEYS: Final = ("env", "cwd")
-_MEMO_LIMIT: Final = 50_000  # distinct values shared at most (past it, only known ones are)
 
 
-def share_repeats(units: dict[str, Any], memo: dict[str, str]) -> None:
+def share_repeats(units: dict[str, Any]) -> None:
     """Make equal values of the usual repeating fields one string object, in place. Only a
     representation change: every value stays equal to what it was."""
+    from sys import intern
+
+    keys = _SHARED_KEYS
     for unit in units.values():
-        if type(unit) is not dict:
+        if unit.__class__ is not dict:
             continue
-        for key in _SHARED_KEYS:
+        for key in keys:
             value = unit.get(key)
-            if type(value) is str:
-                shared = memo.get(value)
-                if shared is not None:
-                    unit[key] = shared
-                elif len(memo) < _MEMO_LIMIT:
-                    memo[value] = value
+            if value.__class__ is str:
+                unit[key] = intern(value)
         fingerprint = unit.get("fingerprint")
-        if type(fingerprint) is dict:
-            for key in _SHARED_FINGERPRINT_KEYS:
-                value = fingerprint.get(key)
-                if type(value) is str:
-                    shared = memo.get(value)
-                    if shared is not None:
-                        fingerprint[key] = shared
-                    elif len(memo) < _MEMO_LIMIT:
-                        memo[value] = value
+        if fingerprint.__class__ is dict:
+            value = fingerprint.get("env")
+            if value.__class__ is str:
+                fingerprint["env"] = intern(value)
+            value = fingerprint.get("cwd")
+            if value.__class__ is str:
+                fingerprint["cwd"] = intern(value)
 
 
 def decode_chunked(read: Callable[[int, int], bytes], chunk: int = _CHUNK) -> tuple[Decoded, int] | None:
@@ -211,7 +207,6 @@ def decode_chunked(read: Callable[[int, int], bytes], chunk: int = _CHUNK) -> tu
 
 
 def _decode_chunked(read: Callable[[int, int], bytes], chunk: int) -> tuple[Decoded, int] | None:
-    memo: dict[str, str] = {}
     size = 0
 
     def more() -> bytes:
@@ -272,7 +267,7 @@ def _decode_chunked(read: Callable[[int, int], bytes], chunk: int) -> tuple[Deco
             runs += b","
             runs += rest
             break
-        share_repeats(part[0], memo)
+        share_repeats(part[0])
         units.update(part[0])
         del part
         runs[split] = ord(",")
@@ -289,7 +284,7 @@ def _decode_chunked(read: Callable[[int, int], bytes], chunk: int) -> tuple[Deco
     part = jsonio.loads(runs)
     if not (isinstance(part, list) and len(part) == 1 and isinstance(part[0], dict)):
         return None
-    share_repeats(part[0], memo)
+    share_repeats(part[0])
     units.update(part[0])
     del part, runs
 
