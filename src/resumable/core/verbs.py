@@ -15,6 +15,7 @@ from resumable.core.model import (
     check_unit_id,
     check_unit_state,
 )
+from resumable.core.stamps import stamp
 from resumable.errors import InvalidInputError
 
 TYPE_CHECKING = False
@@ -25,6 +26,19 @@ if TYPE_CHECKING:
     Event = dict[str, Any]
 
 FINAL_STATUSES = ("done", "needs_attention", "aborted")
+
+
+def stamp_batch(events: Sequence[Event]) -> bool:
+    """Ready a batch for a store's commit: every event stamped (those built without a time get
+    now), and an ``init`` alone in its batch. Returns whether the batch is an init. The same rule
+    for every store."""
+    init = events[0].get("t") == "init"
+    if init and len(events) > 1:
+        raise InvalidInputError("an init event must be committed on its own")
+    for event in events:
+        if not isinstance(event.get("at"), str):
+            event["at"] = stamp()
+    return init
 
 
 def validate_launch(launch: object) -> dict[str, Any]:

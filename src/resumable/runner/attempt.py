@@ -66,37 +66,49 @@ def next_attempt_number(unit: object) -> int:
 MISSING_ARTIFACT_EXIT = -2  # the seed's code for "exited 0 but the artifact is missing"
 
 
-def finished_attempt(a: Attempt, code: int, now: float, wall: float) -> tuple[str, int, dict[str, Any]]:
-    """(status, exit code, the unit event recording it) for an attempt whose process ended with
-    ``code`` (negative: killed by that signal) at monotonic ``now`` / wall-clock ``wall``."""
-    step = a.step
-    duration = round(now - a.started, 3)
+def classify(step: Step, code: int, log: str, *, interrupted: bool, timed_out: bool
+             ) -> tuple[str, int, str, dict[str, Any]]:
+    """(status, exit code, reason, artifact records) of an attempt whose process ended with
+    ``code`` (negative: killed by that signal), as both the local runner and a worker record it.
+    A step that exits 0 without a declared artifact has failed; the reason goes to its log too."""
     exit_code = 128 - code if code < 0 else code  # signals as the shell shows them
-    reason = ""
-    artifacts: dict[str, Any] = {}
-    if a.interrupted:
-        status = "interrupted"
-    elif a.timed_out:
-        status = "timeout"
-    elif code != 0:
-        status = "failed"
-    else:
-        artifacts = fp.artifact_records(step)
-        missing = [p for p, rec in artifacts.items() if rec is None]
-        if missing:
-            status, exit_code = "failed", MISSING_ARTIFACT_EXIT
-            reason = f"exited 0 but artifact missing: {', '.join(missing)}"
-            append_log(a.log, f"\nresumable: {reason}\n")
-        else:
-            status = "done"
+    if interrupted:
+        return "interrupted", exit_code, "", {}
+    if timed_out:
+        return "timeout", exit_code, "", {}
+    if code != 0:
+        return "failed", exit_code, "", {}
+    artifacts = fp.artifact_records(step)
+    missing = [p for p, rec in artifacts.items() if rec is None]
+    if missing:
+        reason = f"exited 0 but artifact missing: {', '.join(missing)}"
+        append_log(log, f"\nresumable: {reason}\n")
+        return "failed", MISSING_ARTIFACT_EXIT, reason, artifacts
+    return "done", exit_code, "", artifacts
+
+
+def attempt_record(n: int, status: str, started_wall: float, wall: float, exit_code: int, duration: float,
+                   log: str, code: int, reason: str) -> dict[str, Any]:
+    """The attempt's entry in its unit's ``attempts``."""
     attempt: dict[str, Any] = {
-        "n": a.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
-        "finishedAt": stamp(wall, ms=True), "exitCode": exit_code, "duration": duration, "log": a.log,
+        "n": n, "status": status, "startedAt": stamp(started_wall, ms=True),
+        "finishedAt": stamp(wall, ms=True), "exitCode": exit_code, "duration": duration, "log": log,
     }
     if code < 0:
         attempt["signal"] = -code
     if reason:
         attempt["reason"] = reason
+    return attempt
+
+
+def finished_attempt(a: Attempt, code: int, now: float, wall: float) -> tuple[str, int, dict[str, Any]]:
+    """(status, exit code, the unit event recording it) for an attempt whose process ended with
+    ``code`` (negative: killed by that signal) at monotonic ``now`` / wall-clock ``wall``."""
+    step = a.step
+    status, exit_code, reason, artifacts = classify(step, code, a.log, interrupted=a.interrupted,
+                                                    timed_out=a.timed_out)
+    attempt = attempt_record(a.n, status, a.started_wall, wall, exit_code, round(now - a.started, 3), a.log,
+                             code, reason)
     # The unit keeps what a person or `resumable run` needs next time; what the attempt record
     # already says (its log, its exit code) is repeated only for a step that did not finish: a
     # 100,000-step run holds every unit in memory, and each key costs.

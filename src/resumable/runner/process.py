@@ -291,3 +291,21 @@ def _kill_checked(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def interrupt_on_signals(interrupt: Callable[[], None]) -> Callable[[], None]:
+    """SIGINT/SIGTERM/SIGHUP -> ``interrupt()``; returns a function restoring the old handlers.
+    SIGHUP too: a dropped SSH session is the commonest way a long job gets interrupted."""
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+
+    def handler(signum: int, frame: object) -> None:
+        interrupt()
+
+    for sig in old:
+        signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+    return restore

@@ -14,7 +14,6 @@ from __future__ import annotations
 import heapq
 import os
 import select
-import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -498,17 +497,4 @@ def _steps(n: int) -> str:
 
 def install_signal_handlers(scheduler: Scheduler) -> Callable[[], None]:
     """SIGINT/SIGTERM/SIGHUP -> scheduler.interrupt(); returns a function restoring the old handlers."""
-    # SIGHUP too: a dropped SSH session is the commonest way a long job gets interrupted.
-    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-
-    def handler(signum: int, frame: object) -> None:
-        scheduler.interrupt()
-
-    for sig in old:
-        signal.signal(sig, handler)
-
-    def restore() -> None:
-        for sig, h in old.items():
-            signal.signal(sig, h)
-
-    return restore
+    return process.interrupt_on_signals(scheduler.interrupt)

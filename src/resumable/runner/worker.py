@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -367,16 +366,4 @@ class Worker:
 
 def install_signal_handlers(worker: Worker) -> Callable[[], None]:
     """SIGINT/SIGTERM/SIGHUP -> worker.interrupt(); returns a function restoring the old handlers."""
-    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-
-    def handler(signum: int, frame: object) -> None:
-        worker.interrupt()
-
-    for sig in old:
-        signal.signal(sig, handler)
-
-    def restore() -> None:
-        for sig, h in old.items():
-            signal.signal(sig, h)
-
-    return restore
+    return process.interrupt_on_signals(worker.interrupt)

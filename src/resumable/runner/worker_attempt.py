@@ -10,15 +10,12 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
-from resumable.core.stamps import stamp
-from resumable.runner import fingerprint as fp
 from resumable.runner import process
-from resumable.runner.attempt import append_log
+from resumable.runner.attempt import attempt_record, classify
 from resumable.runner.jobfile import Step
 from resumable.runner.retry import RetryPolicy
 from resumable.runner.workqueue import ClaimLike
 
-MISSING_ARTIFACT_EXIT = -2  # as the local runner records "exited 0 but the artifact is missing"
 LOG_LIMIT = 1 << 20  # bytes of an attempt's log stored with it (the end of the log: where errors are)
 
 
@@ -63,39 +60,15 @@ class Draining:
     termed: bool = False
 
 
-
 def outcome_of(a: Running, code: int, now: float, wall: float, host: str, worker_id: str) -> Outcome:
     """What an attempt did, as the local runner records it (status, attempt, fields, log)."""
     step, c = a.step, a.claim
     duration = round(now - a.started, 3)
-    exit_code = 128 - code if code < 0 else code
-    reason = ""
-    artifacts: dict[str, Any] = {}
-    if a.handing_back:
-        status = "interrupted"
-    elif a.timed_out:
-        status = "timeout"
-    elif code != 0:
-        status = "failed"
-    else:
-        artifacts = fp.artifact_records(step)
-        missing = [p for p, rec in artifacts.items() if rec is None]
-        if missing:
-            status, exit_code = "failed", MISSING_ARTIFACT_EXIT
-            reason = f"exited 0 but artifact missing: {', '.join(missing)}"
-            append_log(step.log or c.log, f"\nresumable: {reason}\n")
-        else:
-            status = "done"
     log_file = step.log or c.log
-    attempt: dict[str, Any] = {
-        "n": c.n, "status": status, "startedAt": stamp(a.started_wall, ms=True),
-        "finishedAt": stamp(wall, ms=True), "exitCode": exit_code, "duration": duration,
-        "log": log_file, "host": host, "worker": worker_id,
-    }
-    if code < 0:
-        attempt["signal"] = -code
-    if reason:
-        attempt["reason"] = reason
+    status, exit_code, reason, artifacts = classify(step, code, log_file, interrupted=a.handing_back,
+                                                    timed_out=a.timed_out)
+    attempt = attempt_record(c.n, status, a.started_wall, wall, exit_code, duration, log_file, code, reason)
+    attempt["host"], attempt["worker"] = host, worker_id
     fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code, "log": log_file}
     if status == "done":
         fields["fingerprint"] = a.fingerprint

@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 
 from resumable import fsio
-from resumable.core import jsonio
+from resumable.core import jsonio, verbs
 from resumable.core.events import apply
 from resumable.core.model import LIVE_RUN_STATES, shape_problem
-from resumable.core.stamps import stamp
 from resumable.errors import CorruptRunError, InvalidInputError, RefusedError
 from resumable.store.files import journal
 from resumable.store.files.cursor import Cursor
@@ -68,12 +67,7 @@ class Writer:
         amortised budget for this write (the journal has it; every resumable reader sees it)."""
         if not events:
             return []
-        init = events[0].get("t") == "init"
-        if init and len(events) > 1:
-            raise InvalidInputError("an init event must be committed on its own")
-        for event in events:
-            if not isinstance(event.get("at"), str):
-                event["at"] = stamp()
+        init = verbs.stamp_batch(events)
         if self.cursor.state is None:
             # Checked before taking the lock, whose file would otherwise be left behind by a write
             # to a run that does not exist, or whose seed event log cannot be verified (bad input

@@ -7,8 +7,8 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from resumable.core import verbs
 from resumable.core.model import refuse_newer
-from resumable.core.stamps import stamp
 from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError, StoreError
 from resumable.store.postgres import runstate
 from resumable.store.postgres.runstate import RunState, RunWriter
@@ -106,12 +106,8 @@ class PgRunHandle:
     def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
         if not events:
             return []
-        init = events[0].get("t") == "init"
-        if init and len(events) > 1:
-            raise InvalidInputError("an init event must be committed on its own")
+        init = verbs.stamp_batch(events)
         for event in events:
-            if not isinstance(event.get("at"), str):
-                event["at"] = stamp()
             runstate.encode_event(event)  # refused before anything is sent
 
         def body(w: RunWriter) -> list[Any]:
