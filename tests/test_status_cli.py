@@ -213,7 +213,9 @@ def test_resume_json_every_kind(runs: Path, kind: str) -> None:
     text = status("--dir", str(runs), "--resume", "L").stdout
     commands = [x for x in text.splitlines() if not x.startswith(("#", " ", "{", "}", "["))]
     if kind == "resumable":
-        assert commands == ["cd '/srv/p q' && resumable run job.toml --id L"]
+        # The runs directory status was given (--dir) is repeated: the command pastes anywhere.
+        assert commands == [f"cd '/srv/p q' && resumable run job.toml --id L --dir {runs}"]
+        assert desc["argv"] == ["resumable", "run", "job.toml", "--id", "L", "--dir", str(runs)]
     elif kind == "codex-cli":
         assert commands == ["node pipeline.mjs resume --run L"]  # the seed's command, exactly
     else:

@@ -132,7 +132,7 @@ def test_detail_lines_are_capped_with_a_count() -> None:
     units.update({f"d{i}": unit("dep_blocked", dependsOn=["u0"]) for i in range(7)})
     out = text(base_doc(units=units), detail_limit=5)
     assert sum(1 for x in out.splitlines() if "  failed" in x) == 5
-    assert "… and 52 more (failed 45, dep_blocked 7); list them with --units STATE" in out
+    assert "… and 52 more (failed 45, dep_blocked 7); list them with `resumable status run-a --units STATE`" in out
 
 
 def test_render_units_state() -> None:

@@ -4,10 +4,13 @@ It looks at the installation (version, Python, git), the store in use (the runs 
 it was found, or the PostgreSQL database and whether it answers), the file system under the runs
 directory (does fsync reach the disk, do runs survive a reboot, does flock work), leftovers (temp
 files of killed writers, processes a dead runner left running) and the runs that need someone.
-Each finding is one line; a problem says what to do. Exit 0 when nothing needs doing, 1 otherwise.
+Each finding is one line; a problem says what to do. Exit 0 when nothing needs doing, 1 otherwise:
+a problem is what needs someone (a broken store, leftovers, a runner that is gone); what the runs'
+own steps did is a warning at most, so `doctor` stays a health check a CI job can run.
 
-Read-only, as ``status`` is: it never writes, creates, locks or signals anything, and spawns
-nothing but ``git --version`` (what it reads from the machine: ``cli.hostinfo``). A database is
+Read-only, as ``status`` is: it never writes, creates or signals anything, takes no lock (whether a
+runner holds a run is read from the kernel's lock table, ``store.files.survey``), and spawns nothing
+but ``git --version`` (what it reads from the machine: ``cli.hostinfo``). A database is
 only connected to; its runs are listed only when its schema is current, because the first real
 use of an older schema upgrades it.
 """
@@ -23,11 +26,14 @@ import click
 
 from resumable import __version__, store
 from resumable.cli.errors import command_class
-from resumable.cli.hostinfo import LEASE_SUFFIX, Lease, carriers, lease_files, mount_of
+from resumable.cli.hostinfo import carriers, mount_of
+from resumable.core import recipe
 from resumable.core.text import escape_controls
 from resumable.errors import ResumableError
 from resumable.procfs import start_time
+from resumable.store.backend import LeaseState, LeaseSurvey
 from resumable.store.values import LEASE_FORMAT
+from resumable.view import discovery, liveness
 
 if TYPE_CHECKING:
     from resumable.store.backend import Backend
@@ -178,7 +184,7 @@ def database(url: str, timeout: float) -> list[Finding]:
         found, current = schema(backend)
         out += found
         if current:
-            out += runs(backend, {})
+            out += runs(backend)
     finally:
         backend.close()
     return out
@@ -230,12 +236,12 @@ def runs_directory(runs_dir: str | None) -> list[Finding]:
                            " `resumable run` refuses it", f"chmod go-w {root}"))
     out += filesystem(root)
     try:
-        leases = lease_files(root)
+        leases = backend.runner_leases() if isinstance(backend, LeaseSurvey) else []
         out += leftovers(root, leases)
-    except OSError as exc:
-        return [*out, Finding("store", PROBLEM, f"cannot list {root}: {exc.strerror or exc}",
-                              "check its permissions")]
-    out += runs(backend, leases)
+    except (ResumableError, OSError) as exc:
+        return [*out, Finding("store", PROBLEM, str(exc) if isinstance(exc, ResumableError) else
+                              f"cannot list {root}: {exc.strerror or exc}", "check its permissions")]
+    out += runs(backend)
     return out
 
 
@@ -275,17 +281,15 @@ def filesystem(root: str) -> list[Finding]:
 # --- leftovers: processes of dead runners, temp files ---------------------------------------------
 
 
-def leftovers(root: str, leases: dict[str, Lease]) -> list[Finding]:
+def leftovers(root: str, leases: list[LeaseState]) -> list[Finding]:
     out = []
-    for lease in sorted(leases.values(), key=lambda lease: lease.run_id):
-        version = lease.newer
-        if version is not None:
+    for lease in leases:
+        if lease.newer is not None:
             # `resumable run` refuses it; what it says dead runners left is in a format not ours.
-            out.append(Finding("leftovers", PROBLEM, f"run {lease.run_id}: its runner lease"
-                               f" {os.path.join(root, lease.run_id + LEASE_SUFFIX)} was written by a newer"
-                               f" resumable (format {version}, this one reads up to {LEASE_FORMAT})", UPGRADE))
-    dead = {s: lease for lease in leases.values() if lease.held is False and lease.newer is None
-            for s in lease.secrets()}
+            out.append(Finding("leftovers", PROBLEM, f"run {lease.run_id}: its runner lease {lease.where} was"
+                               f" written by a newer resumable (format {lease.newer}, this one reads up to"
+                               f" {LEASE_FORMAT})", UPGRADE))
+    dead = {s: lease for lease in leases if lease.held is False and lease.newer is None for s in lease.secrets}
     for secret, pids in sorted(carriers(set(dead)).items(), key=lambda kv: dead[kv[0]].run_id):
         run_id = dead[secret].run_id
         out.append(Finding("leftovers", PROBLEM, f"run {run_id}: {len(pids)} process(es) started by a runner that is"
@@ -311,12 +315,17 @@ def leftovers(root: str, leases: dict[str, Lease]) -> list[Finding]:
 # --- runs that need someone ------------------------------------------------------------------------
 
 
-def runs(backend: Backend, leases: dict[str, Lease]) -> list[Finding]:
+def runs(backend: Backend) -> list[Finding]:
+    """The runs that need someone (a problem) and those whose outcome is worth a look (a warning): a
+    failed step is the job's news, not the installation's, so `doctor` stays a health check a CI job
+    can run. What is said about a live run is what `status` says (``view.liveness``)."""
     try:
         entries = backend.list_runs()
     except ResumableError as exc:
         return [Finding("runs", PROBLEM, str(exc))]
+    option = discovery.store_option(backend)
     out = []
+    running = 0
     for entry in entries:
         doc = entry.doc
         rid = entry.run_id
@@ -326,33 +335,41 @@ def runs(backend: Backend, leases: dict[str, Lease]) -> list[Finding]:
             continue
         if doc is None:
             out.append(Finding("runs", PROBLEM, f"{entry.location} cannot be read: {entry.error}",
-                               "see the error; `resumable status` shows the file"))
+                               f"see the error; `{_status(rid, option)}` shows the file"))
             continue
         status = doc.get("status")
         if status == "needs_attention":
-            out.append(Finding("runs", PROBLEM, f"run {rid} needs attention",
-                               f"`resumable status {rid}` says what failed; `resumable status {rid} --resume` how"
-                               " to resume"))
-        elif status in ("running", "initializing") and _runner_gone(backend, doc, leases):
-            out.append(Finding("runs", PROBLEM, f"run {rid} is {status} but its runner is gone (stopped)",
-                               f"resume it: `resumable status {rid} --resume` prints the command"))
-    live = sum(1 for e in entries if e.doc is not None and e.doc.get("status") in ("running", "initializing"))
+            out.append(Finding("runs", WARNING, f"run {rid} needs attention",
+                               f"`{_status(rid, option)}` says what failed; `{_status(rid, option, '--resume')}`"
+                               " how to resume"))
+        elif status in ("running", "initializing"):
+            verdict = liveness.judge(doc, discovery.lease_of(backend, entry))
+            if verdict is None or verdict.live:
+                running += 1
+            else:
+                out.append(_not_worked_on(verdict, doc, entry.location, option))
     if len(out) > _MAX_LINES:
         more = len(out) - _MAX_LINES
-        out = [*out[:_MAX_LINES], Finding("runs", PROBLEM, f"… and {more} more", "`resumable status --list`")]
-    summary = f"{len(entries)} run{'s' if len(entries) != 1 else ''}, {live} running"
+        out = [*out[:_MAX_LINES], Finding("runs", INFO, f"… and {more} more",
+                                          f"`{recipe.command(['resumable', 'status', '--list', *(option or ())])}`")]
+    summary = f"{len(entries)} run{'s' if len(entries) != 1 else ''}, {running} running"
     return [Finding("runs", OK if not out else INFO, summary), *out]
 
 
-def _runner_gone(backend: Backend, doc: dict[str, Any], leases: dict[str, Lease]) -> bool:
-    """Whether a run started by `resumable run` has lost its runner (other runs, such as a seed
-    tool's, are "running" while their agent works, with no runner at all)."""
-    launch = doc.get("launch")
-    rid = doc.get("id")
-    if not (isinstance(launch, dict) and launch.get("kind") == "resumable" and isinstance(rid, str)):
-        return False
-    if rid in leases:
-        return leases[rid].held is False
-    # A runs directory without the run's lease file: no runner ever held it here. Elsewhere
-    # (PostgreSQL) asking means trying the lease, which a doctor never does.
-    return getattr(backend, "runs", None) is not None
+def _status(run_id: str, option: tuple[str, str] | None, *extra: str) -> str:
+    return recipe.command(["resumable", "status", run_id, *extra, *(option or ())])
+
+
+def _not_worked_on(verdict: liveness.Verdict, doc: dict[str, Any], location: str,
+                   option: tuple[str, str] | None) -> Finding:
+    """A live run nothing works on: a runner that is gone needs someone (a problem); a script that
+    ended without finishing, or a submitted run waiting for workers, is worth a look (a warning)."""
+    rid, status = str(doc.get("id")), doc.get("status")
+    step = liveness.next_step(verdict, doc, file=location, store=option)
+    if verdict.state == liveness.STOPPED:
+        return Finding("runs", PROBLEM, f"run {rid} is {status} but its runner is gone (stopped)",
+                       f"resume it: `{_status(rid, option, '--resume')}` prints the command")
+    why = "the script ended without run.finish()" if verdict.state == liveness.UNFINISHED else \
+        "no worker holds a step of it"
+    return Finding("runs", WARNING, f"run {rid} is {status} but {why}",
+                   f"{step[0]}: {step[1]}" if step is not None else "")

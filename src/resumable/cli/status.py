@@ -13,15 +13,17 @@ from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class, warn
 from resumable.core import recipe
 from resumable.core.text import escape_controls
-from resumable.errors import ResumableError, UsageError
-from resumable.view import discovery, workflow
+from resumable.errors import UsageError
+from resumable.view import discovery, liveness, workflow
 from resumable.view import status as view
 from resumable.view import watch as watching
+from resumable.view.liveness import Verdict
 from resumable.view.printer import Printer, dump_json
 from resumable.view.status import Line
 
 if TYPE_CHECKING:
-    from resumable.store.backend import Backend
+    from resumable.store.backend import Backend, RunnerLease
+    from resumable.store.values import RunEntry
 
 
 @click.command("status", cls=command_class(), short_help="Show where runs stand (read-only).")
@@ -76,7 +78,7 @@ def status_command(
             return
         printer.text(escape_controls(f"{len(entries)} run{'s' if len(entries) != 1 else ''} under"
                                      f" {backend.description}, newest first"))
-        printer.lines([view.list_line(e.name, e.doc, e.error, now) for e in entries])
+        printer.lines([view.list_line(e.name, e.doc, e.error, now, judged(backend, e)) for e in entries])
         return
 
     picked = discovery.pick_run(backend, run)
@@ -91,15 +93,20 @@ def status_command(
     entry = picked.entry
     location = os.path.abspath(entry.location) if entry.location.endswith(".json") else entry.location
 
+    hint_store = discovery.store_option(backend)
     if resume:
+        verdict = None
         if entry.doc is None:
             desc = recipe.unreadable(location, entry.error or "unreadable")
         else:
-            desc = recipe.classify(entry.doc, location, here=os.getcwd())
+            desc = recipe.classify(entry.doc, location, here=os.getcwd(), store=hint_store)
+            verdict = judged(backend, entry)
         if as_json:
             printer.text(dump_json(desc))
         else:
-            lines = recipe.render_text(desc, entry.doc, location)
+            notes = None if verdict is None or entry.doc is None else \
+                liveness.resume_notes(verdict, entry.doc, file=location, store=hint_store)
+            lines = recipe.render_text(desc, entry.doc, location, notes=notes)
             printer.text("\n".join(escape_controls(line) for line in lines))
         if entry.doc is None:
             raise discovery.unreadable(entry)
@@ -121,14 +128,17 @@ def status_command(
         printer.lines(view.render_units(doc, units_state, now))
         return
     here = os.getcwd()
-    runner = runner_state(backend, doc)
-    how = getattr(getattr(backend, "runs", None), "how", "")
-    runs_line = f"{backend.root} ({how})" if how.startswith("found walking up") else None
+    found = backend.description.removeprefix(f"runs directory {backend.root} (").removesuffix(")")
+    runs_line = f"{backend.root} ({found})" if found.startswith("found walking up") else None
+    lease = discovery.lease_of(backend, entry)
+    judge = Rejudge(lease)
 
     def frame(d: dict[str, Any], t: float) -> list[Line]:
-        overlay = workflow.overlay_lines(live, d, t) if live is not None or claude_project(backend) else []
+        shown = live is not None or claude_project(backend) or workflow.claude_launched(d)
+        overlay = workflow.overlay_lines(live, d, t) if shown else []
         return view.render_status(d, file=entry.location, now=t, width=printer.layout_width, here=here,
-                                  show_eta=watch, runner=runner, overlay=overlay, runs_dir=runs_line)
+                                  show_eta=watch, verdict=judge(d, t), overlay=overlay, runs_dir=runs_line,
+                                  store=hint_store)
 
     if watch:
         try:
@@ -140,17 +150,28 @@ def status_command(
     printer.lines(frame(doc, now))
 
 
-def runner_state(backend: Backend, doc: dict[str, Any]) -> str | None:
-    """"live" or "gone" for a run `resumable run` started (does a runner hold it now?); None for
-    other runs (a seed tool's run is "running" while its agent works, with no runner at all)."""
-    launch = doc.get("launch")
-    run_id = doc.get("id")
-    if not (isinstance(launch, dict) and launch.get("kind") == "resumable" and isinstance(run_id, str)):
+def judged(backend: Backend, entry: RunEntry) -> Verdict | None:
+    """The verdict on a listed run (``view.liveness``): only a live run is asked about."""
+    if entry.doc is None or entry.doc.get("status") not in view.LIVE:
         return None
-    try:
-        return "live" if backend.lease(run_id).holder() is not None else "gone"
-    except ResumableError:
-        return None
+    return liveness.judge(entry.doc, discovery.lease_of(backend, entry))
+
+
+class Rejudge:
+    """The verdict of a watched run, asked again when its document changed or every few seconds
+    (the store is asked, not the document: a runner or worker may come or go without a write)."""
+
+    EVERY = 2.0
+
+    def __init__(self, lease: RunnerLease | None) -> None:
+        self.lease = lease
+        self.last: tuple[tuple[object, object], float, Verdict | None] | None = None
+
+    def __call__(self, doc: dict[str, Any], now: float) -> Verdict | None:
+        key = (doc.get("updatedAt"), doc.get("status"))
+        if self.last is None or self.last[0] != key or now - self.last[1] >= self.EVERY:
+            self.last = (key, now, liveness.judge(doc, self.lease))
+        return self.last[2]
 
 
 def claude_project(backend: Backend) -> bool:

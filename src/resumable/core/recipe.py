@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from resumable.core import plan
@@ -69,18 +69,73 @@ def _shell(argv: list[str], cwd: str | None, here: str | None) -> str:
     return cmd
 
 
+def launched_by(doc: Mapping[str, Any]) -> str | None:
+    """What works on the run while it lives, from its launch descriptor: ``runner`` (`resumable run`
+    and resumable's other commands), ``submit`` (`resumable submit`: its steps run on workers),
+    ``script`` (a program using the Python API, which records its interpreter as the command; or an
+    interactive session, which records no command but did start a session); None for runs of other
+    tools (the seed verbs, an agent), which hold no lease."""
+    launch = doc.get("launch")
+    if isinstance(launch, dict) and launch.get("kind") == "resumable":
+        argv = launch.get("argv")
+        if not (isinstance(argv, list) and argv and isinstance(argv[0], str)):
+            return None
+        if posixpath.basename(argv[0]) != "resumable":
+            return "script"
+        return "submit" if len(argv) > 1 and argv[1] == "submit" else "runner"
+    return "script" if "sessionStartedAt" in doc else None
+
+
+def with_store(argv: list[str], store: tuple[str, str] | None) -> list[str]:
+    """A `resumable` command line naming the store it acts on (``store``: ``("--dir", DIR)`` or
+    ``("--store", URL)``), unless it names one already: a hint must paste into any shell, not only
+    into one where RESUMABLE_DIR or RESUMABLE_STORE happen to be set as they were."""
+    if store is None or not argv or posixpath.basename(argv[0]) != "resumable":
+        return argv
+    if any(t in _STORE_FLAGS or t.split("=", 1)[0] in _STORE_FLAGS for t in argv[1:]):
+        return argv
+    return [*argv, *store]
+
+
+_STORE_FLAGS: Final = frozenset(("--dir", "--state-dir", "--store"))
+
+
+def command(argv: list[str]) -> str:
+    return " ".join(shquote(t) for t in argv)
+
+
+def worker_line(run_id: object, store: tuple[str, str] | None) -> str:
+    """The command that starts a worker on this host for the run."""
+    return command(with_store(["resumable", "worker", "--run", str(run_id)], store))
+
+
+def finish_line(doc: Mapping[str, Any], target: str, store_url: str | None) -> str:
+    """The line that finishes a run a script left open (``run.finish()`` from the shell), run with
+    the interpreter the script ran with. ``target``: the run's file (a runs directory) or its id."""
+    launch = doc.get("launch")
+    argv = launch.get("argv") if isinstance(launch, dict) else None
+    python = argv[0] if isinstance(argv, list) and argv and isinstance(argv[0], str) else "python3"
+    # JSON string literals are Python's too, and their double quotes need no escaping in the shell's
+    # single quotes.
+    where = f", store_url={json.dumps(store_url)}" if store_url else ""
+    code = f"import resumable; print(resumable.open_run({json.dumps(target)}{where}).finish())"
+    return command([python, "-c", code])
+
+
 def classify(
     doc: Mapping[str, Any],
     file: str,
     *,
     here: str | None = None,
     rs: dict[str, Any] | None = None,
+    store: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """The resume descriptor of a readable run (the seed's `--resume --json` shape).
 
     ``file`` is the run's absolute location; ``here`` is the caller's working directory: a
     `cd <cwd> &&` prefix is added when it differs from the directory the run was launched in.
-    ``rs`` is a precomputed resume set."""
+    ``rs`` is a precomputed resume set; ``store`` the option naming the store the run was read
+    from, added to a `resumable` command that names none (``with_store``)."""
     if rs is None:
         rs = resume_set(doc)
     run_id = doc.get("id")
@@ -106,12 +161,13 @@ def classify(
             return no_launch("the resumable launch descriptor has no argv list of strings")
         cwd = launch.get("cwd")
         cwd = cwd if _nonblank(cwd) else None
+        argv = with_store(list(argv), store)
         return {
             "runnable": True,
             "kind": "resumable",
             "run": run_id,
             "command": argv[0],
-            "argv": list(argv),
+            "argv": argv,
             "cwd": cwd,
             "shell": _shell(list(argv), cwd, here),
             "resumeSet": rs,
@@ -172,10 +228,12 @@ def unreadable(file: str, reason: str) -> dict[str, Any]:
 
 
 
-def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None, file: str | None = None) -> list[str]:
+def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None, file: str | None = None, *,
+                notes: Sequence[str] | None = None) -> list[str]:
     """The `--resume` text: `#` comment lines (pasteable into a shell) and, only for a runnable
     recipe, the command. A legacy descriptor is shown as the seed shows it, with ``args.statusFile``
-    set to the run's file (``file``) when it has none."""
+    set to the run's file (``file``) when it has none. ``notes``: what works on a live run now (its
+    comment lines, ``view.liveness``), when a reader could ask the store."""
     kind = desc.get("kind")
     status = doc.get("status") if doc is not None else None
     run = doc.get("id") if doc is not None else None
@@ -189,6 +247,8 @@ def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None, f
         out.append(f"# run {run} is done: every unit converged, there is nothing to resume")
     elif status == "aborted":
         out.append(f"# run {run} was aborted: it is not meant to be resumed")
+    elif notes is not None:
+        out.extend(notes)
     elif status in ("running", "initializing"):
         out.append(f"# run {run} is marked {status}: resume only once its runner has stopped")
     if desc.get("runnable"):

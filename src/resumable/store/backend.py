@@ -42,15 +42,15 @@ Its ``RunHandle`` is the same protocol as the file store's; ``wait_for_change`` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, RunEntry
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator, Sequence
 
-__all__ = ["Backend", "Doc", "Event", "GcResult", "LeftoverGroup", "Record", "RunEntry", "RunHandle",
-           "RunnerLease"]
+__all__ = ["Backend", "Doc", "Event", "GcResult", "LeaseState", "LeaseSurvey", "LeftoverGroup", "Record",
+           "RunEntry", "RunHandle", "RunnerLease"]
 
 
 class RunnerLease(Protocol):
@@ -70,7 +70,16 @@ class RunnerLease(Protocol):
         ...
 
     def holder(self) -> dict[str, Any] | None:
-        """The live holder's description (pid, host, startedAt), or None when no runner holds the run."""
+        """The live holder's description (pid, host, startedAt), or None when no runner holds the run.
+        Read without taking the lease (a reader holding it even for an instant could turn a runner
+        away)."""
+        ...
+
+    def workers(self) -> list[dict[str, Any]] | None:
+        """Who runs the run's steps on workers now: one entry per worker holding an unexpired claim
+        on a step of it (``worker``, ``host``, ``pid``, ``steps``: the step ids it holds, in job
+        order, ``expiresIn``: seconds until the last of those leases expires), read without taking
+        anything. None for a store whose steps run only under the runner lease (a runs directory)."""
         ...
 
     def leftovers(self) -> list[LeftoverGroup]:
@@ -91,6 +100,32 @@ class RunnerLease(Protocol):
         ...
 
     def release(self) -> None: ...
+
+
+class LeaseState:
+    """What a run's runner lease says, read without taking it (``LeaseSurvey``)."""
+
+    __slots__ = ("held", "newer", "run_id", "secrets", "where")
+
+    def __init__(self, run_id: str, where: str, held: bool | None, newer: int | None,
+                 secrets: frozenset[str]) -> None:
+        self.run_id = run_id
+        self.where = where  # the lease, for people (a lease file's path)
+        self.held = held  # None: this host cannot tell (a runner on another host)
+        self.newer = newer  # the format, when a newer resumable wrote it (then nothing else is read)
+        # Secrets of the runners it names, whose processes may still run once no runner holds it.
+        self.secrets = secrets
+
+
+@runtime_checkable
+class LeaseSurvey(Protocol):
+    """A store that can list every runner lease at once (a runs directory): what ``doctor`` checks
+    for processes that dead runners left running."""
+
+    def runner_leases(self) -> list[LeaseState]:
+        """Every run's runner lease, by run id, read without taking any; ``StoreError`` when the
+        store cannot be listed."""
+        ...
 
 
 class RunHandle(Protocol):

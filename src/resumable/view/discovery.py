@@ -15,7 +15,7 @@ from resumable.errors import CorruptRunError, NewerFormatError, NoRunError, Resu
 from resumable.store.values import RunEntry
 
 if TYPE_CHECKING:
-    from resumable.store.backend import Backend, RunHandle
+    from resumable.store.backend import Backend, RunHandle, RunnerLease
 
 
 class Picked:
@@ -94,3 +94,27 @@ def _handle(backend: Backend, entry: RunEntry) -> RunHandle:
     if entry.location.endswith(".json") and os.path.isabs(entry.location):
         return store.open_path(entry.location)
     return backend.open(entry.run_id)
+
+
+def store_option(backend: Backend) -> tuple[str, str] | None:
+    """The option that names ``backend`` in a command a hint prints (``--dir DIR`` or ``--store URL``,
+    without a password), or None when the command finds it by itself: a runs directory found
+    walking up from here, which the same command run from here finds again."""
+    root = backend.root
+    if root.startswith(store.URL_SCHEMES):
+        return ("--store", root)
+    if "walking up from" in backend.description:
+        return None
+    return ("--dir", root)
+
+
+def lease_of(backend: Backend, entry: RunEntry) -> RunnerLease | None:
+    """The runner lease of a run: the lease beside its file for a run read from a path (picked by
+    one, its runs directory may not be ``backend``'s), else ``backend``'s; None when there is none."""
+    try:
+        if entry.location.endswith(".json") and os.path.isabs(entry.location):
+            stem = os.path.basename(entry.location)[: -len(".json")]
+            return store.open_backend(os.path.dirname(entry.location)).lease(stem)
+        return backend.lease(entry.run_id)
+    except ResumableError:
+        return None

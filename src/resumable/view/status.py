@@ -20,6 +20,8 @@ from typing import Any, Final
 from resumable.core import recipe
 from resumable.core.model import ACTIVE_RUN_STATES
 from resumable.core.stamps import format_duration, parse_stamp
+from resumable.view import liveness
+from resumable.view.liveness import Verdict
 
 Seg = tuple[str, str]
 Line = list[Seg]
@@ -332,33 +334,40 @@ def render_status(
     here: str | None = None,
     detail_limit: int = DETAIL_LIMIT,
     show_eta: bool = False,
-    runner: str | None = None,
+    verdict: Verdict | None = None,
     overlay: Sequence[Line] = (),
     runs_dir: str | None = None,
+    store: tuple[str, str] | None = None,
 ) -> list[Line]:
     """The default status view of one run, in the seed's order (§1.6), O(N) in units.
 
-    ``runner`` is "live" or "gone" for a run that `resumable run` started (whether its runner
-    holds the run now), None when that does not apply; ``overlay`` the live workflow lines;
-    ``runs_dir`` a line saying which runs directory was found, when it was found by walking up."""
+    ``verdict`` says what works on a live run now (``view.liveness``; None when that cannot be
+    asked); ``overlay`` the live workflow lines; ``runs_dir`` a line saying which runs directory was
+    found, when it was found by walking up; ``store`` the option naming the store, which the hints
+    repeat (``recipe.with_store``)."""
     out: list[Line] = []
     units_raw = doc.get("units")
     units: Mapping[str, Any] = units_raw if isinstance(units_raw, dict) else {}
     status = doc.get("status")
     task = doc.get("task")
-    stopped = runner == "gone" and status in LIVE
-    badge = [("↯ STOPPED", "bold magenta")] if stopped else _badge(status)
+    badge = _badge(status)
+    if verdict is not None and verdict.state in liveness.BADGES:
+        badge = [liveness.BADGES[verdict.state]]
     out.append([*badge, ("  ", ""), (one_line(task, 200) if task else "(no task)", "bold")])
-    if stopped:
-        out.append([(f"its runner is not running: the run is marked {status} but nothing works on it;"
-                     " resume it with the command below", "magenta")])
+    if verdict is not None:
+        out.extend(liveness.explanation(verdict, status))
     run_id = doc.get("id")
     created = parse_ts(doc.get("createdAt"))
     stamp_line: Line = [("id " + (str(run_id) if run_id is not None else "?"), "dim")]
     stamp_line.append((f" · started {doc.get('createdAt') or '?'}", "dim"))
     stamp_line.append((f" · updated {doc.get('updatedAt') or '?'}", "dim"))
     session = parse_ts(doc.get("sessionStartedAt"))
-    if status in LIVE and session is not None:
+    if verdict is not None and not verdict.live:
+        # Nothing works on it: its last session ran up to its last write, not up to now.
+        ran = ran_seconds({**doc, "status": "stopped"}, now)
+        if ran is not None:
+            stamp_line.append((f" · ran {fmt_dur(ran)}", "dim"))
+    elif status in LIVE and session is not None:
         before = ran_seconds(doc, now, open_session=False)
         stamp_line.append((f" · running for {fmt_dur(now - session)}"
                            + (f" (ran {fmt_dur(before)} before)" if before else ""), "dim"))
@@ -425,7 +434,8 @@ def render_status(
         if hidden:
             more = sum(hidden.values())
             parts = ", ".join(f"{COUNT_LABEL.get(b, b)} {n}" for b, n in hidden.items())
-            out.append([(f"  … and {more} more ({parts}); list them with --units STATE", "dim")])
+            listing = recipe.command(["resumable", "status", str(doc.get("id")), "--units", "STATE", *(store or ())])
+            out.append([(f"  … and {more} more ({parts}); list them with `{listing}`", "dim")])
     if t.reconciled_count:
         for uid, note in t.reconciled[:RECONCILED_LIMIT]:
             # The seed's words, verbatim: scripts grep for reconciled-from-trailer:<sha>.
@@ -464,7 +474,8 @@ def render_status(
         out.append([("result   ", "dim"), (one_line(doc.get("result"), 300), "")])
 
     out.append([])
-    out.append(footer(doc, file=file, here=here, rs=rs, open_count=len(open_list), tally_=t))
+    out.extend(footer(doc, file=file, here=here, rs=rs, open_count=len(open_list), tally_=t, verdict=verdict,
+                      store=store))
     return out
 
 
@@ -476,26 +487,31 @@ def footer(
     rs: dict[str, Any],
     open_count: int,
     tally_: Tally,
-) -> Line:
-    """What to do next: converged, not resumable, or the exact resume command."""
+    verdict: Verdict | None = None,
+    store: tuple[str, str] | None = None,
+) -> list[Line]:
+    """What to do next: converged, not resumable, or the exact resume command (and, for a live run
+    nothing works on, what to do first)."""
     status = doc.get("status")
     if status == "done":
-        return [("✓ converged", "bold green"), (": nothing to resume", "")]
+        return [[("✓ converged", "bold green"), (": nothing to resume", "")]]
     if status == "aborted":
-        return [("✗ aborted", "bold red"), (": not resumable", "")]
+        return [[("✗ aborted", "bold red"), (": not resumable", "")]]
     pending = tally_.total - tally_.done
     if status in LIVE or status == "needs_attention" or open_count or pending:
         import os
 
-        desc = recipe.classify(doc, os.path.abspath(file), here=here, rs=rs)
+        desc = recipe.classify(doc, os.path.abspath(file), here=here, rs=rs, store=store)
+        if verdict is not None:
+            return liveness.footer(verdict, doc, desc, recipe.set_line(rs), file=file, store=store)
         prefix = "if its runner has stopped, resume" if status in LIVE else "resume"
         if desc.get("runnable"):
-            return [(f"→ {prefix}: ", "bold"), (str(desc["shell"]), "bold cyan"),
-                    (f"   ({recipe.set_line(rs)})", "dim")]
-        return [("→ not runnable as a command", "bold yellow"),
-                (f" ({desc.get('kind')}: {desc.get('reason')}); {recipe.set_line(rs)};"
-                 " see `resumable status --resume`", "dim")]
-    return [("nothing pending", "dim")]
+            return [[(f"→ {prefix}: ", "bold"), (str(desc["shell"]), "bold cyan"),
+                     (f"   ({recipe.set_line(rs)})", "dim")]]
+        more = recipe.command(["resumable", "status", str(doc.get("id")), "--resume", *(store or ())])
+        return [[("→ not runnable as a command", "bold yellow"),
+                 (f" ({desc.get('kind')}: {desc.get('reason')}); {recipe.set_line(rs)}; see `{more}`", "dim")]]
+    return [[("nothing pending", "dim")]]
 
 
 # ---- other views -----------------------------------------------------------------------------------
@@ -515,22 +531,29 @@ def render_units(doc: Mapping[str, Any], state: str, now: float) -> list[Line]:
 
 
 def list_line(
-    path_name: str, doc: Mapping[str, Any] | None, error: str | None, now: float
+    path_name: str, doc: Mapping[str, Any] | None, error: str | None, now: float,
+    verdict: Verdict | None = None,
 ) -> Line:
-    """One `--list` line: glyph, id padded to 26, current phase, done/total, age."""
+    """One `--list` line: glyph, id padded to 26, current phase, done/total, age; for a judged live
+    run (``view.liveness``), the verdict's glyph and what works on it."""
     if doc is None:
         return [("! ", "bold red"), (path_name, "bold"), (f" (unreadable: {error})", "red")]
     status = doc.get("status")
     glyph, _, style = STATUS_STYLE.get(status if isinstance(status, str) else "",
                                         ("?", "", "magenta"))
+    if verdict is not None:
+        glyph, style = liveness.GLYPHS.get(verdict.state, (glyph, style))
     rid = doc.get("id")
     rid_s = rid if isinstance(rid, str) and rid else path_name.removesuffix(".json")
     phase = _str(doc.get("currentPhase")) or "—"
     counted = tally(doc, keep=0)
     total, done = counted.total, counted.done
     when = doc.get("updatedAt") or doc.get("createdAt")
-    return [(f"{glyph} ", style), (f"{rid_s:<26}", "bold"), (f" {phase:<14}", ""),
-            (f" {done}/{total}".ljust(14), ""), (f" {fmt_age(when, now)}", "dim")]
+    line: Line = [(f"{glyph} ", style), (f"{rid_s:<26}", "bold"), (f" {phase:<14}", ""),
+                  (f" {done}/{total}".ljust(14), ""), (f" {fmt_age(when, now)}", "dim")]
+    if verdict is not None:
+        line.append((f"  ({verdict.summary()})", style if not verdict.live else "dim"))
+    return line
 
 
 def plain(line: Sequence[Seg]) -> str:

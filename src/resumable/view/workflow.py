@@ -344,6 +344,15 @@ def divergence(live: WorkflowStatus, doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def claude_launched(doc: Mapping[str, Any]) -> bool:
+    """Whether the run's launch descriptor is a Claude Code workflow's (a ``Workflow()`` script: the
+    seed's ``legacy-workflow`` kind), for which "no live workflow" is news, as the seed says it."""
+    from resumable.core.recipe import classify
+
+    no_set: dict[str, Any] = {"skip": [], "eligible": [], "dep_blocked": {}}  # only the kind is asked
+    return bool(classify(doc, "", rs=no_set)["kind"] == "legacy-workflow")
+
+
 def overlay_lines(live: WorkflowStatus | None, doc: Mapping[str, Any], now: float) -> list[Line]:
     """The status view's overlay: the seed's ``Live workflow`` line and its ``divergence`` line
     (always shown with the counts, as the seed does; the reasons are appended when they disagree),

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator, Sequence
     from typing import Any
 
+    from resumable.store.backend import LeaseState
     from resumable.store.files.lease import FileRunnerLease
     from resumable.store.values import GcResult, Record, RunEntry
 
@@ -72,6 +73,14 @@ class FileBackend:
         from resumable.store.files.lease import FileRunnerLease  # the runner's, not the seed verbs'
 
         return FileRunnerLease(resolve_run(run_id, self.runs.path).runner_lock, run_id)
+
+    def runner_leases(self) -> list[LeaseState]:
+        from resumable.store.files.survey import survey
+
+        try:
+            return survey(self.runs.path)
+        except OSError as exc:
+            raise StoreError(f"cannot list {self.runs.path}: {exc.strerror or exc} — check its permissions") from exc
 
     def close(self) -> None:
         pass

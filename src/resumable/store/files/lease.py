@@ -16,9 +16,11 @@ covered from the first instant, tracked or not; when it releases the lease (or d
 becomes a leftover: the next runner makes sure nothing carrying it lives before it starts anything
 (a step's daemon, or the grandchild of an interrupted step, may have left the step's group).
 
-Readers probe the lease with a brief shared flock (``holder``, a seed verb's write asking whether a
-runner owns the run, ``status``). A runner starting at that instant would find the lock taken, so
-``acquire`` tries again for ``PROBE_GRACE`` seconds unless the file proves a live runner holds it.
+``holder`` (``status``, ``doctor``) reads the kernel's lock table and takes nothing (``survey``). A
+seed verb's write asking whether a runner owns the run, and ``holder`` where the table cannot tell,
+probe the lease with a brief shared flock: a runner starting at that instant would find the lock
+taken, so ``acquire`` tries again for ``PROBE_GRACE`` seconds unless the file proves a live runner
+holds it.
 
 The file carries its format (``v``): a file a newer resumable wrote is refused in one line
 (``NewerFormatError``), never read with this format's meaning: its leftovers might not be found.
@@ -237,18 +239,34 @@ class FileRunnerLease:
             time.sleep(_PROBE_POLL)
 
     def holder(self) -> dict[str, Any] | None:
+        """Read from the kernel's lock table (``survey``); a brief shared flock only where the table
+        cannot tell: without /proc/locks, or for a lease written on another host."""
+        from resumable.store.files import survey
+
         try:
             fd = _open_regular(self.path, os.O_RDONLY)
         except OSError:
             return None
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
             info = _read(fd)
-            return {k: info[k] for k in ("pid", "host", "startedAt") if k in info} or {"pid": "?"}
+            locks = survey.locked_inodes()
+            held = survey.held(info, os.fstat(fd), locks) if locks is not None else None
+            if held is None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    held = False
+                except BlockingIOError:
+                    held = True
+        except OSError:
+            return None
         finally:
             os.close(fd)
-        return None
+        if not held:
+            return None
+        return {k: info[k] for k in ("pid", "host", "startedAt") if k in info} or {"pid": "?"}
+
+    def workers(self) -> list[dict[str, Any]] | None:
+        return None  # a runs directory's steps run under its runner, which holds this lease
 
     def leftovers(self) -> list[LeftoverGroup]:
         return list(self._leftovers)

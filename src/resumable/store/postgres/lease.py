@@ -119,6 +119,23 @@ class PgRunnerLease:
         finally:
             conn.close()
 
+    def workers(self) -> list[dict[str, Any]] | None:
+        """The workers holding unexpired claims on the run's steps (``RunnerLease.workers``), from
+        the steps' leases and the attempts they run; reads only."""
+        conn = self.db.connect(autocommit=True)
+        try:
+            rows = conn.execute(
+                "SELECT a.worker, a.host, a.pid, array_agg(s.step ORDER BY s.ord),"
+                " extract(epoch FROM max(s.lease_expires) - now())::float8"
+                " FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk"
+                " JOIN resumable_attempts a ON a.run_pk = s.run_pk AND a.step = s.step AND a.n = s.attempt"
+                " WHERE r.id = %s AND r.archived_at IS NULL AND s.state = 'running' AND s.lease_expires > now()"
+                " GROUP BY a.worker, a.host, a.pid ORDER BY a.host, a.pid", (self.run_id,)).fetchall()
+        finally:
+            conn.close()
+        return [{"worker": w, "host": h, "pid": p, "steps": list(steps), "expiresIn": float(left)}
+                for w, h, p, steps, left in rows]
+
     def leftovers(self) -> list[LeftoverGroup]:
         return []  # steps run on workers, which hand their own steps back (see the module docstring)
 
