@@ -18,24 +18,33 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-# name -> (module, attribute, one-line help)
+# name -> (module, attribute, one-line help), in the order `resumable --help` lists them (SECTIONS).
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("resumable.cli.run", "run_command", "Run a job as a resumable DAG of steps."),
     "status": ("resumable.cli.status", "status_command", "Show where runs stand (read-only)."),
     "report": ("resumable.cli.report", "report_command", "Write a self-contained HTML timeline."),
     "log": ("resumable.cli.log", "log_command", "Show a run's history, one line per event."),
+    "rerun": ("resumable.cli.rerun", "rerun_command", "Mark units of a run to run again."),
     "reconcile": ("resumable.cli.reconcile", "reconcile_command", "Mark units done from integrated commits."),
+    "doctor": ("resumable.cli.doctor", "doctor_command", "Check the installation, the store and the runs."),
+    "completion": ("resumable.cli.completion", "completion_command", "Print the shell completion script."),
     "checkpoint": ("resumable.cli.checkpoint", "checkpoint_command", "The phase checkpoint ledger."),
     "guard": ("resumable.cli.guard", "guard_command", "Run one pass of a recurring job: lock, pass cap, breaker."),
-    "rerun": ("resumable.cli.rerun", "rerun_command", "Mark units of a run to run again."),
-    "completion": ("resumable.cli.completion", "completion_command", "Print the shell completion script."),
-    "doctor": ("resumable.cli.doctor", "doctor_command", "Check the installation, the store and the runs."),
     "submit": ("resumable.cli.submit", "submit_command", "Record a job for workers to run (PostgreSQL store)."),
     "worker": ("resumable.cli.worker", "worker_command", "Run submitted steps on this host (PostgreSQL store)."),
     "db": ("resumable.cli.db", "db_group", "The PostgreSQL store: schema, attempts, logs."),
     "export": ("resumable.cli.transfer", "export_command", "Write a run and its history to a file."),
     "import": ("resumable.cli.transfer", "import_command", "Read a run exported from another store."),
 }
+
+# `resumable --help`: what most users need first, then the verbs scripts call once per transition,
+# then the tools that stand beside the runs.
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Commands", ("run", "status", "report", "log", "rerun", "reconcile", "doctor", "completion")),
+    ("Low-level verbs (one write to a run each, for scripts and agents)", VERBS),
+    ("The phase ledger and the recurring-run guard", ("checkpoint", "guard")),
+    ("Workers and stores", ("submit", "worker", "db", "export", "import")),
+)
 
 _RUN = ("<run>", "a run id (<runs-dir>/<id>.json), or a path ending in .json")
 _STORE = (("--dir DIR", "the runs directory (default: RESUMABLE_DIR, else the nearest .resumable/runs"
@@ -135,7 +144,15 @@ def _click_app() -> Any:
 
     class App(click.Group):
         def list_commands(self, ctx: click.Context) -> list[str]:
-            return [*VERBS, *LAZY_COMMANDS]
+            return [name for _, names in SECTIONS for name in names]
+
+        def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+            # From the table above, without importing every command's module to ask its help; the
+            # names padded to one width, so the sections line up.
+            width = max(len(name) for _, names in SECTIONS for name in names)
+            for title, names in SECTIONS:
+                with formatter.section(title):
+                    formatter.write_dl([(name.ljust(width), _short_help(name)) for name in names])
 
         def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
             if cmd_name in LAZY_COMMANDS:
@@ -197,6 +214,12 @@ def _click_app() -> Any:
         pass
 
     return app
+
+
+def _short_help(name: str) -> str:
+    if name in LAZY_COMMANDS:
+        return LAZY_COMMANDS[name][2]
+    return SEED_HELP[name][1].split(". ")[0].rstrip(".") + "."
 
 
 def _is_seed_call(args: list[str]) -> bool:
