@@ -7,6 +7,7 @@ import importlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -155,6 +156,30 @@ def test_init_and_default_id(runs: Path, tmp_path: Path) -> None:
     assert re.fullmatch(r"run-\d{4}-\d{2}-\d{2}-\d{6}Z\n", out)
     assert json.loads((tmp_path / "sub" / "x.json").read_text())["id"] == out.strip()
     assert ok(cli("init", "y.json", "--task", "t", "--id", "custom", cwd=tmp_path)) == "custom\n"
+
+
+def test_a_runs_directory_init_creates_keeps_git_status_clean(tmp_path: Path) -> None:
+    git = shutil.which("git")
+    if git is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true and no git")
+        pytest.skip("no git")
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull, "HOME": str(tmp_path)}
+    subprocess.run([git, "init", "-q"], cwd=project, check=True, env={**os.environ, **env})
+    assert ok(cli("init", "r", "--task", "t", cwd=project)) == "r\n"
+    runs = project / ".resumable" / "runs"
+    assert (runs / ".gitignore").read_text().splitlines()[-1] == "*"  # as pytest's cache does
+    status = subprocess.run([git, "status", "--porcelain", "--untracked-files=all"], cwd=project, check=True,
+                            capture_output=True, text=True, env={**os.environ, **env}).stdout
+    assert status == ""
+    assert "r" in ok(cli("status", "--list", cwd=project))  # not taken for a run
+    # A runs directory that already exists is the user's: nothing is added to it.
+    own = tmp_path / "own"
+    own.mkdir()
+    ok(cli("init", "r", "--task", "t", "--dir", str(own)))
+    assert not (own / ".gitignore").exists()
 
 
 def test_init_options(runs: Path) -> None:

@@ -46,7 +46,7 @@ def doc_copy(run: resumable.Run) -> Doc:
 def test_files_and_exact_small_snapshot(runs: Path) -> None:
     run = make_run(runs)
     run.unit("u0", "done", note="n")
-    assert sorted(p.name for p in runs.iterdir()) == ["r.journal.jsonl", "r.json", "r.lock"]
+    assert sorted(p.name for p in runs.iterdir()) == [".gitignore", "r.journal.jsonl", "r.json", "r.lock"]
     doc, marker = snapshot_file(run.path)
     assert doc == run.doc == resumable.read_doc(run.path)
     assert marker is not None and marker["seq"] == 2 and marker["offset"] == len(journal_records(journal_of(run)))

@@ -82,11 +82,29 @@ def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, start: str 
     return RunsDir(os.path.join(origin, RUNS_SUBDIR), f"none found walking up from {origin}: the default")
 
 
+GITIGNORE = b"# Created by resumable: the runs kept here stay out of version control.\n*\n"
+
+
 def create_runs_dir(path: str) -> None:
+    """Create a runs directory (and its parents) that does not exist yet, with a ``.gitignore`` that
+    ignores everything in it, as pytest does for its cache: a run started inside a git repository
+    leaves nothing for `git status` to list. A directory that exists is left as it is."""
+    if os.path.isdir(path):
+        return
     try:
         fsio.mkdir(path)
     except OSError as exc:
         raise translate(exc, f"cannot create runs directory {path}") from exc
+    try:
+        fd = fsio.open_regular(os.path.join(path, ".gitignore"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except OSError:
+        return  # another process created it first, or it cannot be written: a convenience only
+    try:
+        os.write(fd, GITIGNORE)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 class RunFiles:

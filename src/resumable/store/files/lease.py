@@ -37,11 +37,10 @@ import socket
 import stat
 import time
 
-from resumable import fsio
 from resumable.core.stamps import stamp
 from resumable.errors import NewerFormatError, RefusedError
 from resumable.procfs import stat_of
-from resumable.store.files.layout import check_log_dir, translate
+from resumable.store.files.layout import check_log_dir, create_runs_dir, translate
 from resumable.store.values import LEASE_FORMAT, LeftoverGroup
 
 TYPE_CHECKING = False
@@ -161,11 +160,7 @@ class FileRunnerLease:
 
     def acquire(self) -> None:
         directory = os.path.dirname(self.path) or "."
-        if not os.path.isdir(directory):
-            try:
-                fsio.mkdir(directory)
-            except OSError as exc:
-                raise translate(exc, f"cannot create runs directory {directory}") from exc
+        create_runs_dir(directory)
         check_not_loose(directory)
         try:
             fd = _open_regular(self.path, os.O_RDWR | os.O_CREAT)

@@ -12,7 +12,7 @@ import os
 
 from resumable import fsio
 from resumable.core import jsonio
-from resumable.store.files.layout import RunFiles, no_parent, translate
+from resumable.store.files.layout import RunFiles, create_runs_dir, no_parent, translate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,10 +31,7 @@ class RunLock:
         """Block until this process holds the run's lock; ``create_dir`` makes the directory first."""
         parent = self.files.dir
         if create_dir and not os.path.isdir(parent):
-            try:
-                fsio.mkdir(parent)
-            except OSError as exc:
-                raise translate(exc, f"cannot create {parent}") from exc
+            create_runs_dir(parent)
         if self.fd is None:
             try:
                 self.fd = fsio.open_regular(self.files.lock, os.O_RDWR | os.O_CREAT, 0o644)
