@@ -48,11 +48,73 @@ def test_one_bar_per_attempt_and_one_for_a_seed_unit() -> None:
     assert (merge[1], merge[2]) == (10.0, 20.0) and tl["outcomes"][merge[3]] == "done"
 
 
-def test_rows_in_gantt_order_unstarted_last() -> None:
+def test_rows_in_gantt_order_failures_pinned_first_unstarted_last() -> None:
     tl = timeline(rich_doc(), now=T0 + 3600)
     rows = [r[0] for r in tl["rows"]]
-    assert rows[:2] == ["fetch", "merge-1"]
+    # What failed or timed out leads (what a reader opens the report for), then the Gantt order.
+    assert rows[:4] == ["compile", "lint", "fetch", "merge-1"]
+    assert [r[1] for r in tl["rows"][:2]] == ["failed", "timeout"]
     assert rows[-5:] == ["test", "package", "review", "broken", "stringy"]
+    # Bars follow their rows.
+    assert {tl["outcomes"][b[3]] for b in tl["bars"] if b[0] == 0} == {"failed"}
+
+
+def attempts_of(*statuses: str) -> list[dict[str, object]]:
+    return [{"n": i + 1, "status": st, "startedAt": ts(i * 10), "finishedAt": ts(i * 10 + 5)}
+            for i, st in enumerate(statuses)]
+
+
+def test_retries_are_counted_apart_from_re_runs() -> None:
+    doc = rich_doc()
+    doc["units"] = {"flaky": unit("done", attempts=attempts_of("failed", "done")),
+                    "rerun": unit("done", attempts=attempts_of("done", "done", "done")),
+                    "resumed": unit("done", attempts=attempts_of("failed", "done"))}
+
+    def att(uid: str, n: int, status: str) -> dict[str, object]:
+        return {"t": "unit", "unit": uid, "state": status, "attempt": {"n": n, "status": status}}
+
+    history = [
+        {"t": "init", "units": []}, {"t": "begin"},
+        att("flaky", 1, "in_progress"), att("flaky", 1, "failed"),
+        att("flaky", 2, "in_progress"), att("flaky", 2, "done"),  # the retry policy: a retry
+        att("rerun", 1, "done"), att("resumed", 1, "failed"),
+        {"t": "invalidate", "unit": "rerun", "reason": "re-run requested"}, {"t": "begin"},
+        att("rerun", 2, "done"),  # after `resumable rerun`: a re-run
+        att("resumed", 2, "done"),  # after a failure, in the next session (a resume): a re-run
+        {"t": "invalidate", "unit": "rerun", "reason": "--force"}, att("rerun", 3, "done"),
+    ]
+    assert report.repeats(doc, history) == (1, 3)
+    page = build_html(doc, now=T0 + 3600, history=history)
+    assert '<div class="num">1</div><div class="lbl">retries</div>' in page
+    assert '<div class="num">3</div><div class="lbl">re-runs</div>' in page
+    # Without the history (a seed run, or only the document), an attempt after a failure is a retry.
+    assert report.repeats(doc) == (2, 2)
+
+
+def test_the_report_command_reads_the_history(tmp_path: Path) -> None:
+    import resumable
+
+    runs = tmp_path / "runs"
+    run = resumable.open_run("h", runs_dir=runs, task="t")
+    run.unit("a", "done", attempt={"n": 1, "status": "done", "startedAt": ts(0), "finishedAt": ts(1)})
+    run.rerun(["a"], "again")
+    run.unit("a", "done", attempt={"n": 2, "status": "done", "startedAt": ts(2), "finishedAt": ts(3)})
+    r = CliRunner().invoke(report_command, ["--dir", str(runs), "h", "-o", "-"])
+    assert r.exit_code == 0, r.stderr
+    assert '<div class="num">0</div><div class="lbl">retries</div>' in r.stdout
+    assert '<div class="num">1</div><div class="lbl">re-runs</div>' in r.stdout
+
+
+def test_control_characters_never_reach_the_page_raw() -> None:
+    doc = rich_doc()
+    doc["task"] = "bell\x07 and \x1b]0;title\x07 \u009b2J"
+    doc["units"]["id\x1b[31m"] = unit("failed", note="note\x07", startedAt=ts(1), finishedAt=ts(2))
+    doc["openItems"] = [{"id": "f\x1b", "issue": "esc \x1b[2J", "severity": "high\x07"}]
+    doc["result"] = "done\x1b[0m"
+    page = build_html(doc, now=T0 + 3600, file="/runs/\x1bx.json")
+    raw = [c for c in page if ord(c) < 0x20 and c not in "\n\t" or 0x7F <= ord(c) < 0xA0]
+    assert raw == []
+    assert "bell\\x07" in page and "esc \\x1b[2J" in page  # shown, as the terminal shows them
 
 
 def test_timeline_is_null_safe() -> None:

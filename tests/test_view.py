@@ -169,3 +169,14 @@ def test_hundred_thousand_units_stay_short() -> None:
     out = "\n".join(view.plain(x) for x in lines)
     assert "80000/100000 done (80%)" in out
     assert "… and 9980 more (failed 4980, dep_blocked 5000)" in out
+
+
+def test_a_running_step_never_shows_the_exit_code_of_the_attempt_before() -> None:
+    killed = {"n": 1, "status": "interrupted", "startedAt": ts(0), "finishedAt": ts(5), "exitCode": 143}
+    again = {"n": 2, "status": "running", "startedAt": ts(3590)}
+    doc = base_doc(units={"s": unit("in_progress", attempts=[killed, again], lastExitCode=143)})
+    [line] = [x for x in text(doc).splitlines() if "▶ s" in x]
+    assert "attempt 2" in line and "running 10s" in line and "exit" not in line, line
+    # A seed unit (no attempts) still shows the exit code it recorded, once it is not running.
+    seed = base_doc(units={"s": unit("failed", lastExitCode=3)})
+    assert "exit 3" in text(seed)

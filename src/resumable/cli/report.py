@@ -9,7 +9,7 @@ import click
 from resumable import fsio, store
 from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class
-from resumable.errors import NoRunError, StoreError
+from resumable.errors import NoRunError, ResumableError, StoreError
 from resumable.view import discovery
 from resumable.view.report import build_html
 
@@ -32,7 +32,11 @@ def report_command(run: str | None, output: str | None, runs_dir: str | None, st
     entry = picked.entry
     if entry.doc is None:
         raise discovery.unreadable(entry)
-    page = build_html(entry.doc, now=time.time(), file=entry.location)
+    try:
+        history = [record.event for record in picked.handle.history()]
+    except ResumableError:
+        history = None  # the document alone still makes the page (retries counted from it)
+    page = build_html(entry.doc, now=time.time(), file=entry.location, history=history or None)
     if output == "-":
         click.echo(page, nl=False)
         return

@@ -14,15 +14,18 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from resumable.core.stamps import stamp
+from resumable.core.text import escape_controls
 from resumable.view import status as view
 
 MIN_SPAN: Final = 0.001  # seconds: attempt times have millisecond precision
 VIRTUALISE_ABOVE: Final = 800  # rows; below this every row is in the DOM (hover works anywhere)
 OUTCOMES: Final = ("done", "failed", "timeout", "interrupted", "running", "blocked", "other")
+FAILURES: Final = ("failed", "timeout")
+PINNED: Final = FAILURES  # rows shown first in the timeline
 _ATTEMPT_OUTCOME: Final = {
     "done": "done", "failed": "failed", "timeout": "timeout", "interrupted": "interrupted",
     "running": "running", "in_progress": "running", "blocked": "blocked",
@@ -107,8 +110,9 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
             dur = stop - start
         bars.append([row, round(start - t0, 3), round(stop - t0, 3), OUTCOMES.index(outcome), n,
                      code, None if dur is None else round(dur, 3), 1 if is_open else 0])
-    # Gantt order: units by first start, never-started units last in document order.
-    order = sorted(range(len(rows)), key=lambda r: (first_start[r], r))
+    # Gantt order: what failed or timed out first (what a reader opens the report for), then
+    # units by first start, never-started units last in document order.
+    order = sorted(range(len(rows)), key=lambda r: (rows[r][1] not in PINNED, first_start[r], r))
     position = {old: new for new, old in enumerate(order)}
     rows = [rows[r] for r in order]
     for b in bars:
@@ -119,13 +123,62 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
             "outcomes": list(OUTCOMES)}
 
 
-def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any],
-                    now: float | None = None) -> list[tuple[str, str, str]]:
+def repeats(doc: Mapping[str, Any], history: Iterable[Mapping[str, Any]] | None = None) -> tuple[int, int]:
+    """(retries, re-runs) among the run's attempts. A retry is another attempt after a failed or
+    timed-out one, in the same session, with no invalidation between: the run's own retry policy
+    at work. Every other repeat is a re-run someone asked for: after a done attempt (``rerun``, a
+    changed input, ``--force``), after an invalidation, or in a later session (a resume).
+
+    ``history`` (the run's events, oldest first) tells sessions and invalidations apart exactly;
+    without it (a run with no journal, or a caller with only the document) an attempt after a
+    failed or timed-out one counts as a retry."""
+    if history is not None:
+        return _repeats_in(history)
+    retries = reruns = 0
+    units = doc.get("units")
+    for unit in (units.values() if isinstance(units, dict) else ()):
+        attempts = unit.get("attempts") if isinstance(unit, dict) else None
+        if not isinstance(attempts, list):
+            continue
+        seen = [a for a in attempts if isinstance(a, dict)]
+        for prev in seen[:-1]:
+            if prev.get("status") in FAILURES:
+                retries += 1
+            else:
+                reruns += 1
+    return retries, reruns
+
+
+def _repeats_in(history: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    session = 0
+    # unit -> (last attempt n, its outcome, the session it ran in, invalidated since)
+    last: dict[str, tuple[object, object, int, bool]] = {}
+    retries = reruns = 0
+    for event in history:
+        t = event.get("t")
+        if t == "begin":
+            session += 1
+        elif t == "invalidate" and isinstance(event.get("unit"), str) and event["unit"] in last:
+            n, outcome, ran_in, _ = last[event["unit"]]
+            last[event["unit"]] = (n, outcome, ran_in, True)
+        elif t == "unit" and isinstance(event.get("attempt"), dict) and isinstance(event.get("unit"), str):
+            uid, attempt = event["unit"], event["attempt"]
+            prev = last.get(uid)
+            if prev is not None and prev[0] != attempt.get("n"):
+                if prev[1] in FAILURES and prev[2] == session and not prev[3]:
+                    retries += 1
+                else:
+                    reruns += 1
+            last[uid] = (attempt.get("n"), attempt.get("status"), session, False)
+    return retries, reruns
+
+
+def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any], now: float | None = None,
+                    history: Iterable[Mapping[str, Any]] | None = None) -> list[tuple[str, str, str]]:
     """(label, value, css class) cards for the header."""
     t = view.tally(doc, keep=0)
     bars = tl["bars"]
-    units_with_bars = len({b[0] for b in bars})
-    retries = len(bars) - units_with_bars
+    retries, reruns = repeats(doc, history)
     ran = view.ran_seconds(doc, now if now is not None else time.time())
     wall = view.fmt_dur(ran) if ran is not None else "—"
     cards = [("units", str(t.total), ""), ("done", str(t.done), "done")]
@@ -135,33 +188,44 @@ def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any],
         if n or b in ("failed", "timeout", "pending"):
             cards.append(("running" if b == "in_progress" else b.replace("_", " "), str(n),
                           b if n else "zero"))
-    cards += [("attempts", str(len(bars)), ""), ("retries", str(retries), ""),
+    cards += [("attempts", str(len(bars)), ""), ("retries", str(retries), ""), ("re-runs", str(reruns), ""),
               ("ran", wall, "")]
     return cards
+
+
+def text(value: object) -> str:
+    """Data (a task, a note, an id) as HTML text: markup escaped, and control characters shown as
+    escapes (``\\x1b``), as the terminal views show them; an HTML page may not carry them raw."""
+    return html.escape(escape_controls(str(value)))
 
 
 def _item_html(item: object) -> str:
     line = view.finding_line(item)
     sev = ""
     parts: list[str] = []
-    for text, style in line[1:]:
-        if text.startswith("[") and text.rstrip().endswith("]"):
-            sev = text.strip()[1:-1]
+    for segment, style in line[1:]:
+        if segment.startswith("[") and segment.rstrip().endswith("]"):
+            sev = segment.strip()[1:-1]
         elif style == "bold":
-            parts.append(f"<b>{html.escape(text)}</b>")
+            parts.append(f"<b>{text(segment)}</b>")
         else:
-            parts.append(html.escape(text))
-    badge = f'<span class="sev sev-{html.escape(sev)}">{html.escape(sev)}</span> ' if sev else ""
+            parts.append(text(segment))
+    badge = f'<span class="sev sev-{text(sev)}">{text(sev)}</span> ' if sev else ""
     return f"<li>{badge}{''.join(parts)}</li>"
+
+
+_C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}  # json.dumps escapes C0 and DEL is harmless
 
 
 def _script_json(value: object) -> str:
     # Inside <script> a "</script>" or "<!--" in a unit id or note would end the element early.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c").translate(_C1)
 
 
-def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = "") -> str:
-    """The whole report page as one string."""
+def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = "",
+               history: Iterable[Mapping[str, Any]] | None = None) -> str:
+    """The whole report page as one string; ``history``: the run's events, to tell retries from
+    re-runs (``repeats``)."""
     tl = timeline(doc, now)
     status = doc.get("status")
     glyph, label, _ = view.STATUS_STYLE.get(status if isinstance(status, str) else "",
@@ -171,7 +235,7 @@ def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = 
     cards = "".join(
         f'<div class="card {html.escape(cls)}"><div class="num">{html.escape(v)}</div>'
         f'<div class="lbl">{html.escape(k)}</div></div>'
-        for k, v, cls in summary_numbers(doc, tl, now)
+        for k, v, cls in summary_numbers(doc, tl, now, history)
     )
     open_items = doc.get("openItems")
     open_list = open_items if isinstance(open_items, list) else []
@@ -181,35 +245,33 @@ def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = 
     fv = doc.get("finalValidation")
     if isinstance(fv, dict) and fv.get("status") in ("green", "red"):
         note = f" — {fv.get('note')}" if isinstance(fv.get("note"), str) else ""
-        validation = (f'<span class="val val-{fv["status"]}">{fv["status"]}</span>'
-                      f"{html.escape(note)}")
+        validation = f'<span class="val val-{fv["status"]}">{fv["status"]}</span>{text(note)}'
     else:
         validation = '<span class="muted">not recorded</span>'
     result = doc.get("result")
     result_html = ("" if result is None else
-                   f"<p><b>result</b> <code>{html.escape(view.one_line(result, 500))}</code></p>")
+                   f"<p><b>result</b> <code>{text(view.one_line(result, 500))}</code></p>")
     phases = view.phase_line(doc)
     phase_html = ""
     if phases:
-        phase_html = " · phases " + html.escape(view.plain(phases[1:]))
+        phase_html = " · phases " + text(view.plain(phases[1:]))
     legend = "".join(
         f'<span class="lg"><i class="o{i}"></i>{o}</span>' for i, o in enumerate(OUTCOMES)
         if any(b[3] == i for b in tl["bars"]) or o in ("done", "failed", "timeout")
     )
     meta = " · ".join(
-        html.escape(s) for s in (
+        text(s) for s in (
             f"id {run_id}", f"started {doc.get('createdAt') or '?'}",
             f"updated {doc.get('updatedAt') or '?'}",
             *([f"finished {doc['finishedAt']}"] if doc.get("finishedAt") else []),
         )
     )
     fields = dict((
-        ("TITLE", html.escape(f"{run_id} — resumable report")),
-        ("BADGE", f'<span class="badge st-{html.escape(str(status))}">'
-                  f"{html.escape(glyph)} {html.escape(label)}</span>"),
-        ("TASK", html.escape(str(task) if task is not None else "(no task)")),
+        ("TITLE", text(f"{run_id} — resumable report")),
+        ("BADGE", f'<span class="badge st-{text(status)}">{text(glyph)} {text(label)}</span>'),
+        ("TASK", text(task) if task is not None else "(no task)"),
         ("META", meta),
-        ("FILE", html.escape(file)),
+        ("FILE", text(file)),
         ("PHASES", phase_html),
         ("CARDS", cards),
         ("LEGEND", legend),
@@ -222,7 +284,7 @@ def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = 
         ("VALIDATION", validation),
         ("RESULT", result_html),
         ("DATA", _script_json(tl)),
-        ("GENERATED", html.escape(stamp(now)) if now is not None else ""),
+        ("GENERATED", text(stamp(now)) if now is not None else ""),
     ))
     return fill(template(), fields)
 
