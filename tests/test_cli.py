@@ -609,3 +609,17 @@ def test_malformed_run_files_never_crash_a_verb(
         assert len(err.splitlines()) == 1 and err.startswith("resumable: "), (argv, err)
     else:
         assert err == ""
+
+
+def test_rerun_skips_units_already_pending(runs: Path) -> None:
+    init(runs, "r", "a,b,c")
+    ok(r(runs, "unit", "r", "a", "done"))
+    journal = runs / "r.journal.jsonl"
+    before = journal.read_bytes()
+    assert ok(r(runs, "rerun", "r", "b", "c")) == "r: already pending: 2 (b, c)\n"
+    assert journal.read_bytes() == before  # no invalidation recorded for what runs next time anyway
+    assert ok(r(runs, "rerun", "r", "a", "b")) == "r: 1 unit(s) will run again: a\nr: already pending: 1 (b)\n"
+    doc = json.loads(ok(r(runs, "get", "r")))
+    assert len(doc["units"]["a"]["invalidations"]) == 1 and "invalidations" not in doc["units"]["b"]
+    assert ok(r(runs, "rerun", "r", "a")) == "r: already pending: 1 (a)\n"
+    assert_error(r(runs, "rerun", "r", "b", "nope"), 1, "has no unit nope")  # bad ids still refused

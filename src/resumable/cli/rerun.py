@@ -30,11 +30,22 @@ def rerun_command(run: str, unit_ids: tuple[str, ...], steps: tuple[str, ...], r
     if not unit_ids and not steps:
         raise UsageError("rerun needs unit ids, or --step NAME")
     opened = api.open_run(run, runs_dir=runs_dir, store_url=store_url)
+    doc = opened.handle.read()
     ids = list(unit_ids)
     if steps:
         from resumable.durable.finish import step_units
 
-        ids += step_units(opened.handle.read(), steps)
-    done = opened.rerun(ids, reason)
-    shown = ", ".join(done[:20]) + (f" and {len(done) - 20} more" if len(done) > 20 else "")
-    click.echo(escape_controls(f"{opened.run_id}: {len(done)} unit(s) will run again: {shown}"))
+        ids += step_units(doc, steps)
+    # A pending unit runs next time anyway: another invalidation would only say so twice.
+    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
+    pending = [u for u in dict.fromkeys(ids) if isinstance(units.get(u), dict) and units[u].get("status") == "pending"]
+    rest = [u for u in ids if u not in pending]
+    done = opened.rerun(rest, reason) if rest else []
+    if done:
+        click.echo(escape_controls(f"{opened.run_id}: {len(done)} unit(s) will run again: {_some(done)}"))
+    if pending:
+        click.echo(escape_controls(f"{opened.run_id}: already pending: {len(pending)} ({_some(pending)})"))
+
+
+def _some(ids: list[str]) -> str:
+    return ", ".join(ids[:20]) + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")
