@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import resumable
@@ -57,4 +58,32 @@ def test_errors(tmp_path: Path) -> None:
     make(runs)
     assert_error(cli("log", "nope", runs=runs), 3, "no run matches")
     assert_error(cli("log", "r", "--since", "-1", runs=runs), 1, "--since")
-    assert_error(cli("log", runs=runs), 1, "Missing argument")
+    assert_error(cli("log", runs=tmp_path / "none"), 3, "no runs under")
+
+
+def test_the_newest_run_by_default(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    make(runs)
+    time.sleep(1.05)  # stamps are to the second: the newer run's must sort after
+    newer = resumable.open_run("s", runs_dir=runs)
+    newer.init("the newer one")
+    newer.close()
+    out = ok(cli("log", runs=runs))
+    assert "init s: the newer one" in out and "init r" not in out
+    assert ok(cli("log", runs=runs)) == ok(cli("log", "s", runs=runs))
+
+
+def test_an_unreadable_run_is_an_error_not_an_empty_history(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "bad.json").write_text("{ not json")  # a snapshot alone, damaged: nothing to trust
+    before = (runs / "bad.json").read_bytes()
+    assert_error(cli("log", "bad", runs=runs), 1, "bad.json")
+    assert (runs / "bad.json").read_bytes() == before
+    # A readable run written by a seed tool has a document and no history: said so, exit 0.
+    (runs / "seed.json").write_text(json.dumps({"schemaVersion": 2, "id": "seed", "task": "t",
+                                                "status": "running", "units": {}}))
+    got = cli("log", "seed", runs=runs)
+    assert (got.returncode, got.stdout) == (0, "")
+    assert got.stderr == (f"resumable: warning: run seed: no history recorded (a run written by a seed tool keeps"
+                          f" only its document); `resumable status seed --dir {runs}` shows the run\n")
