@@ -448,3 +448,24 @@ def test_every_commit_moves_the_change_token(tmp_path: Path) -> None:
     assert after != before
     assert reader.wait_for_change(before, 5.0) == after
     assert reader.read()["units"]["a"]["status"] == "done"
+
+
+def test_no_live_workflow_line_for_a_run_a_claude_workflow_launched(tmp_path: Path) -> None:
+    """As the seed's reader: a run launched by a Claude Code Workflow() script is told that no live
+    workflow transcript was found, even where this machine has no Claude project directory; other
+    runs are not, unless Claude Code works in the project."""
+    runs = tmp_path / "project" / ".resumable" / "runs"
+    write_doc(runs, base_doc("wf", launch={"scriptPath": "autonomous-pipeline/pipeline-workflow.js",
+                                           "args": {"mode": "full"}}))
+    write_doc(runs, base_doc("codex", launch={"scriptPath": "pipeline.mjs",
+                                              "args": {"command": "resume", "run": "codex"}}))
+    write_doc(runs, base_doc("plain"))
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "no-claude")}
+    line = "Live workflow  no live workflow transcript found — use /workflows for runtime details"
+    assert line in status("--dir", str(runs), "wf", env=env).stdout
+    for other in ("codex", "plain"):
+        assert "Live workflow" not in status("--dir", str(runs), other, env=env).stdout
+    from resumable.view.workflow import project_slug
+
+    (tmp_path / "claude" / "projects" / project_slug(tmp_path / "project")).mkdir(parents=True)
+    assert line in status("--dir", str(runs), "plain", env={"CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}).stdout
