@@ -623,3 +623,21 @@ def test_rerun_skips_units_already_pending(runs: Path) -> None:
     assert len(doc["units"]["a"]["invalidations"]) == 1 and "invalidations" not in doc["units"]["b"]
     assert ok(r(runs, "rerun", "r", "a")) == "r: already pending: 1 (a)\n"
     assert_error(r(runs, "rerun", "r", "b", "nope"), 1, "has no unit nope")  # bad ids still refused
+
+
+def test_readme_install_lines_work_from_a_checkout() -> None:
+    """The package is not on the index yet: every install line the README gives installs this
+    checkout (`.` or `.[extra]` with an extra pyproject.toml defines), and it says so."""
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text()
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    installs = [line.split("#")[0].strip() for line in readme.splitlines()
+                if re.match(r"\s*(python3 -m venv \S+ && )?(\.venv/bin/)?pipx? install ", line)]
+    assert len(installs) >= 5, installs
+    for line in installs:
+        for target in re.findall(r"pipx? install (?:-[eU] |--force )*('[^']*'|\S+)", line):
+            m = re.fullmatch(r"'?\.(?:\[([a-z,]+)\])?'?", target)
+            assert m is not None, f"README installs {target!r}, which does not work from a checkout: {line}"
+            assert set((m.group(1) or "").split(",")) - {""} <= extras, line
+    assert "not on the package index yet" in readme and "published as **`resumable-runs`**" in readme

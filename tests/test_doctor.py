@@ -115,7 +115,7 @@ def test_runs_that_need_attention(tmp_path: Path) -> None:
                                                   "units": {}}))
     problems = lines_of(doctor(runs=runs, cwd=tmp_path), "problem")
     assert any("run future has schemaVersion 3, newer than this resumable understands (2); upgrade resumable"
-               " — pip install -U resumable-runs" in p for p in problems), problems
+               " — pip install -U . " in p for p in problems), problems
     (runs / "future.json").unlink()
     # a journal holding a record a newer resumable wrote: an upgrade, not damage
     ok(cli("init", "later", "--task", "t", "--units", "a", runs=runs))
@@ -125,7 +125,7 @@ def test_runs_that_need_attention(tmp_path: Path) -> None:
     problems = lines_of(doctor(runs=runs, cwd=tmp_path), "problem")
     later = [p for p in problems if "later.journal.jsonl" in p]
     assert len(later) == 1 and "written by a newer resumable" in later[0], problems
-    assert "pip install -U resumable-runs" in later[0] and "cannot be read" not in later[0]
+    assert "pip install -U . (or pipx install --force .)" in later[0] and "cannot be read" not in later[0]
     (runs / "later.json").unlink()
     (runs / "later.journal.jsonl").unlink()
     # a seed tool's run is "running" with no runner at all: that is not a problem
@@ -211,7 +211,7 @@ def test_a_runner_lease_from_a_newer_resumable(tmp_path: Path) -> None:
     assert proc.returncode == 1
     [problem] = lines_of(proc, "problem")
     assert (f"run r: its runner lease {runs / 'r.runner.lock'} was written by a newer resumable (format 3, this"
-            " one reads up to 2) — pip install -U resumable-runs") in problem
+            " one reads up to 2) — pip install -U .") in problem
     assert leases(runs)["r"].newer == 3 and leases(runs)["r"].secrets == frozenset()  # not read as ours
     (runs / "r.runner.lock").write_text(json.dumps({"v": 2, "pid": 1, "host": "h"}))
     assert leases(runs)["r"].newer is None
@@ -250,7 +250,7 @@ def test_postgresql_store(tmp_path: Path) -> None:
     assert "PostgreSQL database postgresql://me:***@127.0.0.1:9/db?password=***" in proc.stdout
     [problem] = lines_of(proc, "problem")
     if importlib.util.find_spec("psycopg") is None:
-        assert "the PostgreSQL extra is not installed" in problem and "resumable-runs[postgres]" in problem
+        assert "the PostgreSQL extra is not installed" in problem and "pip install '.[postgres]'" in problem
     else:
         assert "does not answer" in problem
     # --dir wins over RESUMABLE_STORE, as for every command

@@ -42,7 +42,8 @@ OK, INFO, WARNING, PROBLEM = "ok", "info", "warning", "problem"
 MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
 NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre", "gpfs",
                         "afs", "beegfs", "davfs", "virtiofs"})
-UPGRADE = "pip install -U resumable-runs (or pipx upgrade resumable-runs)"
+# Until resumable-runs is on the package index, it is installed from a checkout: so are its fixes.
+UPGRADE = "pip install -U . (or pipx install --force .) in a checkout of a newer release"
 _MAX_LINES = 20  # runs listed one per line before "... and N more"
 
 
@@ -110,7 +111,7 @@ def installation() -> list[Finding]:
         installed = None
     if installed is not None and installed != __version__:
         out.append(Finding("version", WARNING, f"the installed metadata says {installed}, the code {__version__}",
-                           "reinstall: pip install --force-reinstall resumable-runs"))
+                           "reinstall from the checkout: pip install --force-reinstall ."))
     out.append(git())
     return out
 
@@ -166,7 +167,7 @@ def database(url: str, timeout: float) -> list[Finding]:
         psycopg: Any = importlib.import_module("psycopg")  # the optional extra (Any: it may be absent)
     except ImportError:
         return [*out, Finding("store", PROBLEM, "the PostgreSQL extra is not installed (no psycopg)",
-                              "pip install 'resumable-runs[postgres]'")]
+                              "install it from the checkout: pip install '.[postgres]'")]
     try:
         # Connecting says whether the server answers and lets us in; no statement is sent.
         with psycopg.connect(url, connect_timeout=max(1, round(timeout)), application_name="resumable doctor") as conn:
@@ -205,7 +206,7 @@ def schema(backend: Any) -> tuple[list[Finding], bool]:
                         " on first use, or by `resumable db upgrade`)")], False
     if have > want:
         return [Finding("schema", PROBLEM, f"schema version {have} is newer than this resumable knows ({want})",
-                        "upgrade resumable: pip install -U 'resumable-runs[postgres]'")], False
+                        UPGRADE)], False
     if have < want:
         return [Finding("schema", INFO, f"schema version {have}; this resumable upgrades it to {want} on first"
                         " use (or run `resumable db upgrade`)")], False
