@@ -112,7 +112,7 @@ def test_control_characters_never_reach_the_page_raw() -> None:
     doc["openItems"] = [{"id": "f\x1b", "issue": "esc \x1b[2J", "severity": "high\x07"}]
     doc["result"] = "done\x1b[0m"
     page = build_html(doc, now=T0 + 3600, file="/runs/\x1bx.json")
-    raw = [c for c in page if ord(c) < 0x20 and c not in "\n\t" or 0x7F <= ord(c) < 0xA0]
+    raw = [c for c in page if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
     assert raw == []
     assert "bell\\x07" in page and "esc \\x1b[2J" in page  # shown, as the terminal shows them
 
