@@ -77,7 +77,7 @@ def test_commands_complete(project: Path) -> None:
     offered = values("resumable ", cwd=project)
     assert set(offered) == {*SEED_VERBS, *LAZY_COMMANDS}
     assert values("resumable st", cwd=project) == ["status"]
-    assert values("resumable re", cwd=project) == ["resume", "resolve", "report", "reconcile", "rerun"]
+    assert values("resumable re", cwd=project) == ["report", "rerun", "reconcile", "resume", "resolve"]  # as --help
 
 
 @pytest.mark.parametrize("command", ["status", "report", "log", "reconcile", "rerun"])

@@ -101,7 +101,7 @@ def test_a_broken_pipe_is_silent(capsys: pytest.CaptureFixture[str], monkeypatch
 
 
 def test_usage_errors_of_click_commands_are_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["status", "--no-such-flag"], ["run", "--jobs", "minus"], ["log"], ["report", "-o"]):
+    for argv in (["status", "--no-such-flag"], ["run", "--jobs", "minus"], ["log", "--since"], ["report", "-o"]):
         code = main(argv)
         out = capsys.readouterr()
         assert code == 1, (argv, out)

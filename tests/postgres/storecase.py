@@ -48,6 +48,8 @@ class StoreCase:
         text = _STAMP.sub("<T>", text)
         text = text.replace(f"{self.root}#", "<root>/").replace(str(self.runs) + "/", "<root>/")
         text = text.replace(self.root, "<root>").replace(str(self.runs), "<root>")
+        # A hint names the store it read: `--dir DIR` or `--store URL`.
+        text = re.sub(r"--(dir|store) <root>", "--<store> <root>", text)
         return re.sub(r"<root>/([A-Za-z0-9._-]+)\.json", r"<root>/\1", text)
 
 

@@ -20,6 +20,9 @@ from workers import check_exactly_once, dag_job, finish, start_worker
 
 import resumable
 
+# A restart ends every other test's connections: run alone, after the parallel phase (scripts/check).
+pytestmark = pytest.mark.serial
+
 
 def cluster() -> tuple[str, str] | None:
     """(version, name) of the local cluster to restart, or None."""

@@ -7,6 +7,7 @@ import click
 from resumable import api
 from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class
+from resumable.core.model import unit_status
 from resumable.core.text import escape_controls
 from resumable.errors import UsageError
 
@@ -37,8 +38,9 @@ def rerun_command(run: str, unit_ids: tuple[str, ...], steps: tuple[str, ...], r
 
         ids += step_units(doc, steps)
     # A pending unit runs next time anyway: another invalidation would only say so twice.
-    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
-    pending = [u for u in dict.fromkeys(ids) if isinstance(units.get(u), dict) and units[u].get("status") == "pending"]
+    units = doc.get("units")
+    pending = [u for u in dict.fromkeys(ids)
+               if isinstance(units, dict) and unit_status(units.get(u)) == "pending"]
     rest = [u for u in ids if u not in pending]
     done = opened.rerun(rest, reason) if rest else []
     if done:

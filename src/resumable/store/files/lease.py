@@ -40,6 +40,7 @@ import time
 from resumable.core.stamps import stamp
 from resumable.errors import NewerFormatError, RefusedError
 from resumable.procfs import stat_of
+from resumable.store.files import survey
 from resumable.store.files.layout import check_log_dir, create_runs_dir, translate
 from resumable.store.values import LEASE_FORMAT, LeftoverGroup
 
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 FORMAT = LEASE_FORMAT
-_MAX_BYTES = 1 << 20  # a lock file is a few hundred bytes; anything larger is not ours
 # How long a runner keeps trying for a lease held by something it cannot prove is a live runner:
 # readers hold a shared flock for microseconds, so this is generous, and short enough to pass
 # unnoticed in a refusal.
@@ -98,11 +98,9 @@ def _open_regular(path: str, flags: int) -> int:
 
 def _read(fd: int) -> dict[str, Any]:
     try:
-        data = os.pread(fd, _MAX_BYTES, 0)
-        value = json.loads(data.decode("utf-8") or "{}")
-    except (OSError, ValueError):
+        return survey.parse(os.pread(fd, survey.MAX_BYTES, 0))
+    except OSError:
         return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _groups(value: object, default_secret: object) -> list[LeftoverGroup]:
@@ -236,8 +234,6 @@ class FileRunnerLease:
     def holder(self) -> dict[str, Any] | None:
         """Read from the kernel's lock table (``survey``); a brief shared flock only where the table
         cannot tell: without /proc/locks, or for a lease written on another host."""
-        from resumable.store.files import survey
-
         try:
             fd = _open_regular(self.path, os.O_RDONLY)
         except OSError:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import os
 import socket
-import stat
 
+from resumable import fsio
 from resumable.procfs import start_time
 from resumable.store.backend import LeaseState
 from resumable.store.values import LEASE_FORMAT
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 LEASE_SUFFIX = ".runner.lock"  # layout.RunFiles.runner_lock
-_MAX_BYTES = 1 << 20  # a lease file is a few hundred bytes; anything larger is not ours
+MAX_BYTES = 1 << 20  # a lease file is a few hundred bytes; anything larger is not ours
 
 Inode = tuple[int, int, int]
 
@@ -68,14 +68,11 @@ def read_lease(path: str) -> tuple[dict[str, Any], os.stat_result] | None:
     """(content, stat) of a lease file; None for anything but a regular file, opened without
     following a link or waiting on a FIFO."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = fsio.open_regular(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        return parse(os.pread(fd, _MAX_BYTES, 0)), st
+        return parse(os.pread(fd, MAX_BYTES, 0)), os.fstat(fd)
     except OSError:
         return None
     finally:
