@@ -128,7 +128,7 @@ def status_command(
         printer.lines(view.render_units(doc, units_state, now))
         return
     here = os.getcwd()
-    found = backend.description.removeprefix(f"runs directory {backend.root} (").removesuffix(")")
+    found = discovery.how_found(backend) or ""
     runs_line = f"{backend.root} ({found})" if found.startswith("found walking up") else None
     lease = discovery.lease_of(backend, entry)
     judge = Rejudge(lease)

@@ -61,7 +61,7 @@ def _nonblank(v: object) -> bool:
 
 
 def _shell(argv: list[str], cwd: str | None, here: str | None) -> str:
-    cmd = " ".join(shquote(t) for t in argv)
+    cmd = command(argv)
     # The recorded argv may hold relative paths (job file, --dir); they only mean the same thing
     # from the directory the run was launched in.
     if cwd and cwd != here:
@@ -101,6 +101,7 @@ _STORE_FLAGS: Final = frozenset(("--dir", "--state-dir", "--store"))
 
 
 def command(argv: list[str]) -> str:
+    """A command line to print, every token shell-quoted."""
     return " ".join(shquote(t) for t in argv)
 
 
@@ -202,7 +203,7 @@ def classify(
             "run": run,
             "command": "node",
             "argv": argv,
-            "shell": "node " + " ".join(shquote(t) for t in argv),
+            "shell": command(["node", *argv]),
             "resumeSet": rs,
         }
 

@@ -96,14 +96,24 @@ def _handle(backend: Backend, entry: RunEntry) -> RunHandle:
     return backend.open(entry.run_id)
 
 
+def how_found(backend: Backend) -> str | None:
+    """How a runs directory was found ("found walking up from /srv/x", "given with --dir", ...: the
+    file store's description says), None for a database."""
+    prefix = f"runs directory {backend.root} ("
+    description = backend.description
+    if not (description.startswith(prefix) and description.endswith(")")):
+        return None
+    return description[len(prefix):-1]
+
+
 def store_option(backend: Backend) -> tuple[str, str] | None:
     """The option that names ``backend`` in a command a hint prints (``--dir DIR`` or ``--store URL``,
-    without a password), or None when the command finds it by itself: a runs directory found
-    walking up from here, which the same command run from here finds again."""
+    without a password), or None when the command finds it by itself: a runs directory found by
+    walking up from here (or the default here), which the same command run from here finds again."""
     root = backend.root
     if root.startswith(store.URL_SCHEMES):
         return ("--store", root)
-    if "walking up from" in backend.description:
+    if "walking up from" in (how_found(backend) or ""):
         return None
     return ("--dir", root)
 

@@ -20,6 +20,7 @@ from typing import Any, Final
 from resumable.core.stamps import stamp
 from resumable.core.text import escape_controls
 from resumable.view import status as view
+from resumable.view.units import tally, unit_bucket
 
 MIN_SPAN: Final = 0.001  # seconds: attempt times have millisecond precision
 VIRTUALISE_ABOVE: Final = 800  # rows; below this every row is in the DOM (hover works anywhere)
@@ -51,7 +52,7 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
     first_start: list[float] = []
     for uid, unit in units.items():
         row = len(rows)
-        bucket = view.unit_bucket(unit)
+        bucket = unit_bucket(unit)
         rows.append([str(uid), bucket])
         earliest = float("inf")
         attempts = unit.get("attempts") if isinstance(unit, dict) else None
@@ -176,7 +177,7 @@ def _repeats_in(history: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
 def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any], now: float | None = None,
                     history: Iterable[Mapping[str, Any]] | None = None) -> list[tuple[str, str, str]]:
     """(label, value, css class) cards for the header."""
-    t = view.tally(doc, keep=0)
+    t = tally(doc, keep=0)
     bars = tl["bars"]
     retries, reruns = repeats(doc, history)
     ran = view.ran_seconds(doc, now if now is not None else time.time())

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from resumable.core import recipe
@@ -22,6 +21,7 @@ from resumable.core.model import ACTIVE_RUN_STATES
 from resumable.core.stamps import format_duration, parse_stamp
 from resumable.view import liveness
 from resumable.view.liveness import Verdict
+from resumable.view.units import DETAIL_LIMIT, UNIT_GLYPH, Tally, eta, str_or_none, tally, unit_bucket, unit_facts
 
 Seg = tuple[str, str]
 Line = list[Seg]
@@ -39,16 +39,6 @@ STATUS_STYLE: Final = {
     "done": ("✓", "DONE", "bold green"),
     "needs_attention": ("!", "NEEDS ATTENTION", "bold yellow"),
     "aborted": ("✗", "ABORTED", "bold red"),
-}
-UNIT_GLYPH: Final = {
-    "done": ("✓", "green"),
-    "in_progress": ("▶", "blue"),
-    "failed": ("✗", "red"),
-    "timeout": ("⏱", "red"),
-    "blocked": ("■", "yellow"),
-    "dep_blocked": ("⋯", "yellow"),
-    "interrupted": ("↯", "magenta"),
-    "pending": ("·", "dim"),
 }
 PHASE_GLYPH: Final = {
     "done": ("✓", "green"),
@@ -68,7 +58,6 @@ UNITS_STATES: Final = (
     "pending", "in_progress", "running", "done", "blocked", "dep_blocked", "failed", "timeout",
     "interrupted", "malformed",
 )
-DETAIL_LIMIT: Final = 20
 RECONCILED_LIMIT: Final = 10
 FINDINGS_LIMIT: Final = 10
 
@@ -116,129 +105,13 @@ def ran_seconds(doc: Mapping[str, Any], now: float, *, open_session: bool = True
     return end - created
 
 
+_str = str_or_none
+
+
 def one_line(value: object, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _str(v: object) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
-def unit_bucket(unit: object) -> str:
-    """The state a unit is counted under: its status, 'malformed', or 'unknown'."""
-    if not isinstance(unit, dict):
-        return "malformed"
-    if unit.get("removed") is True:
-        return "removed"  # a step the job file no longer has: shown, never counted in done/total
-    st = unit.get("status")
-    if not isinstance(st, str):
-        return "malformed"
-    return st if st in UNIT_GLYPH else "unknown"
-
-
-def last_attempt(unit: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    attempts = unit.get("attempts")
-    if isinstance(attempts, list):
-        for a in reversed(attempts):
-            if isinstance(a, dict):
-                return a
-    return None
-
-
-def unit_facts(unit: object, now: float) -> list[str]:
-    """attempts, last exit code, duration (elapsed while running), log: what a triager needs."""
-    if not isinstance(unit, dict):
-        return []
-    facts: list[str] = []
-    attempts = unit.get("attempts")
-    att = last_attempt(unit)
-    if isinstance(attempts, list) and attempts:
-        facts.append(f"attempt {att.get('n', len(attempts)) if att else len(attempts)}")
-    exit_code = att.get("exitCode") if att else None
-    if att is None and unit.get("status") != "in_progress":
-        # A seed unit's only exit code; a unit with attempts shows its last attempt's, so a step
-        # running again never shows the exit code of the attempt before.
-        exit_code = unit.get("lastExitCode")
-    if isinstance(exit_code, int) and not isinstance(exit_code, bool):
-        facts.append(f"exit {exit_code}")
-    status = unit.get("status")
-    dur: float | None = None
-    if att is not None and isinstance(att.get("duration"), int | float):
-        dur = float(att["duration"])
-    start = parse_ts(att.get("startedAt") if att else None) or parse_ts(unit.get("startedAt"))
-    if status == "in_progress" and start is not None:
-        facts.append(f"running {fmt_dur(now - start)}")
-    else:
-        if dur is None and start is not None:
-            end = parse_ts(att.get("finishedAt") if att else None) or parse_ts(
-                unit.get("finishedAt")
-            )
-            if end is not None and end >= start:
-                dur = end - start
-        if dur is not None:
-            facts.append(fmt_dur(dur))
-    log = _str(att.get("log")) if att else None
-    log = log or _str(unit.get("log"))
-    if log:
-        facts.append(f"log {log}")
-    return facts
-
-
-# ---- the summary pass ----------------------------------------------------------------------------
-
-@dataclass
-class Tally:
-    """One O(N) pass over the units: counts per bucket and the first few ids of each."""
-
-    total: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
-    first: dict[str, list[str]] = field(default_factory=dict)
-    reconciled: list[tuple[str, str]] = field(default_factory=list)
-    reconciled_count: int = 0
-    first_start: float | None = None
-
-    @property
-    def done(self) -> int:
-        return self.counts.get("done", 0)
-
-
-def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
-    units = doc.get("units")
-    t = Tally()
-    if not isinstance(units, dict):
-        return t
-    counts = t.counts
-    first = t.first
-    for uid, unit in units.items():
-        b = unit_bucket(unit)
-        counts[b] = counts.get(b, 0) + 1
-        if b == "removed":
-            continue
-        if b != "done" and b != "pending":
-            ids = first.setdefault(b, [])
-            if len(ids) < keep:
-                ids.append(uid)
-        elif b == "done":
-            note = unit.get("note")
-            if isinstance(note, str) and note.startswith("reconciled-from-trailer"):
-                t.reconciled_count += 1
-                if len(t.reconciled) < keep:
-                    t.reconciled.append((uid, note))
-    t.total = len(units) - counts.get("removed", 0)
-    return t
-
-
-def eta(doc: Mapping[str, Any], t: Tally, now: float) -> float | None:
-    """Remaining time at the run's average throughput so far; None until something finished."""
-    start = parse_ts(doc.get("createdAt"))
-    if start is None or t.done == 0 or now <= start:
-        return None
-    remaining = t.total - t.done
-    if remaining <= 0:
-        return None
-    return remaining * (now - start) / t.done
 
 
 # ---- the default view ----------------------------------------------------------------------------
@@ -347,38 +220,38 @@ def render_status(
     asked); ``overlay`` the live workflow lines; ``runs_dir`` a line saying which runs directory was
     found, when it was found by walking up; ``store`` the option naming the store, which the hints
     repeat (``recipe.with_store``)."""
-    out: list[Line] = []
-    units_raw = doc.get("units")
-    units: Mapping[str, Any] = units_raw if isinstance(units_raw, dict) else {}
+    out = header_lines(doc, file=file, now=now, verdict=verdict, runs_dir=runs_dir)
+    t = tally(doc, keep=detail_limit)
+    out += count_lines(doc, t, now=now, width=width, show_eta=show_eta)
+    rs = recipe.resume_set(doc)
+    out += attention_lines(doc, t, rs, now=now, detail_limit=detail_limit, live_first=show_eta, store=store)
+    out.extend(overlay)
+    open_items = doc.get("openItems")
+    open_list = open_items if isinstance(open_items, list) else []
+    out += findings_lines(doc, open_list)
+    out.append([])
+    out.extend(footer(doc, file=file, here=here, rs=rs, open_count=len(open_list), tally_=t, verdict=verdict,
+                      store=store))
+    return out
+
+
+def header_lines(doc: Mapping[str, Any], *, file: str, now: float, verdict: Verdict | None,
+                 runs_dir: str | None) -> list[Line]:
+    """Badge and task, what works on it, when it started and for how long it ran, where it lives,
+    its branch and phases."""
     status = doc.get("status")
     task = doc.get("task")
     badge = _badge(status)
     if verdict is not None and verdict.state in liveness.BADGES:
         badge = [liveness.BADGES[verdict.state]]
-    out.append([*badge, ("  ", ""), (one_line(task, 200) if task else "(no task)", "bold")])
+    out: list[Line] = [[*badge, ("  ", ""), (one_line(task, 200) if task else "(no task)", "bold")]]
     if verdict is not None:
         out.extend(liveness.explanation(verdict, status))
     run_id = doc.get("id")
-    created = parse_ts(doc.get("createdAt"))
     stamp_line: Line = [("id " + (str(run_id) if run_id is not None else "?"), "dim")]
     stamp_line.append((f" · started {doc.get('createdAt') or '?'}", "dim"))
     stamp_line.append((f" · updated {doc.get('updatedAt') or '?'}", "dim"))
-    session = parse_ts(doc.get("sessionStartedAt"))
-    if verdict is not None and not verdict.live:
-        # Nothing works on it: its last session ran up to its last write, not up to now.
-        ran = ran_seconds({**doc, "status": "stopped"}, now)
-        if ran is not None:
-            stamp_line.append((f" · ran {fmt_dur(ran)}", "dim"))
-    elif status in LIVE and session is not None:
-        before = ran_seconds(doc, now, open_session=False)
-        stamp_line.append((f" · running for {fmt_dur(now - session)}"
-                           + (f" (ran {fmt_dur(before)} before)" if before else ""), "dim"))
-    elif created is not None:
-        ran = ran_seconds(doc, now)
-        if ran is not None:
-            stamp_line.append((f" · ran {fmt_dur(ran)}", "dim"))
-        elif status in LIVE:
-            stamp_line.append((f" · running for {fmt_dur(now - created)}", "dim"))
+    stamp_line += ran_segments(doc, now, verdict)
     out.append(stamp_line)
     out.append([("file     ", "dim"), (file, "")])
     if runs_dir:
@@ -392,13 +265,37 @@ def render_status(
     ph = phase_line(doc)
     if ph:
         out.append(ph)
+    units_raw = doc.get("units")
     if not isinstance(units_raw, dict) and units_raw is not None:
         out.append([("units    ", "dim"), (f"malformed (a JSON {type(units_raw).__name__})",
                                              "magenta")])
+    return out
 
-    t = tally(doc, keep=detail_limit)
+
+def ran_segments(doc: Mapping[str, Any], now: float, verdict: Verdict | None) -> Line:
+    """How long it has been running, or how long it ran."""
+    status = doc.get("status")
+    created = parse_ts(doc.get("createdAt"))
+    session = parse_ts(doc.get("sessionStartedAt"))
+    if verdict is not None and not verdict.live:
+        # Nothing works on it: its last session ran up to its last write, not up to now.
+        ran = ran_seconds({**doc, "status": "stopped"}, now)
+        return [(f" · ran {fmt_dur(ran)}", "dim")] if ran is not None else []
+    if status in LIVE and session is not None:
+        before = ran_seconds(doc, now, open_session=False)
+        return [(f" · running for {fmt_dur(now - session)}"
+                 + (f" (ran {fmt_dur(before)} before)" if before else ""), "dim")]
+    if created is None:
+        return []
+    ran = ran_seconds(doc, now)
+    if ran is not None:
+        return [(f" · ran {fmt_dur(ran)}", "dim")]
+    return [(f" · running for {fmt_dur(now - created)}", "dim")] if status in LIVE else []
+
+
+def count_lines(doc: Mapping[str, Any], t: Tally, *, now: float, width: int, show_eta: bool) -> list[Line]:
+    """The progress bar and the count of units in each state (and the ETA of a live view)."""
     bar_w = max(10, min(40, width - 34))
-    out.append([("units    ", "dim"), *progress_bar(t.done, t.total, bar_w)])
     chips: Line = [("         ", "")]
     for i, b in enumerate((*COUNT_ORDER, "interrupted", "malformed", "unknown", "removed")):
         n = t.counts.get(b, 0)
@@ -408,18 +305,25 @@ def render_status(
             chips.append((" · ", "dim"))
         style = UNIT_GLYPH.get(b, ("", "magenta"))[1] if n else "dim"
         chips.append((f"{COUNT_LABEL.get(b, b)} {n}", style))
-    if show_eta and status in LIVE:
+    if show_eta and doc.get("status") in LIVE:
         e = eta(doc, t, now)
         chips.append((f"   ETA ≈ {fmt_dur(e)}" if e is not None else "   ETA —", "cyan"))
-    out.append(chips)
+    return [[("units    ", "dim"), *progress_bar(t.done, t.total, bar_w)], chips]
 
-    rs = recipe.resume_set(doc)
+
+def attention_lines(doc: Mapping[str, Any], t: Tally, rs: Mapping[str, Any], *, now: float, detail_limit: int,
+                    live_first: bool, store: tuple[str, str] | None) -> list[Line]:
+    """A detail line for each unit that needs a human (capped, with a count of the rest), and the
+    units reconciled from commit trailers."""
+    units_raw = doc.get("units")
+    units: Mapping[str, Any] = units_raw if isinstance(units_raw, dict) else {}
     roots: Mapping[str, str] = rs["dep_blocked"]
     # The live view leads with what is running (elapsed times tick there); a snapshot view leads
     # with what needs a human.
-    order = ("in_progress", *(b for b in ATTENTION_ORDER if b != "in_progress")) if show_eta \
+    order = ("in_progress", *(b for b in ATTENTION_ORDER if b != "in_progress")) if live_first \
         else ATTENTION_ORDER
     attention = [b for b in order if t.counts.get(b)]
+    out: list[Line] = []
     if attention:
         out.append([("needs attention", "bold")])
         n_shown = 0
@@ -438,26 +342,25 @@ def render_status(
             parts = ", ".join(f"{COUNT_LABEL.get(b, b)} {n}" for b, n in hidden.items())
             listing = recipe.command(["resumable", "status", str(doc.get("id")), "--units", "STATE", *(store or ())])
             out.append([(f"  … and {more} more ({parts}); list them with `{listing}`", "dim")])
-    if t.reconciled_count:
-        for uid, note in t.reconciled[:RECONCILED_LIMIT]:
-            # The seed's words, verbatim: scripts grep for reconciled-from-trailer:<sha>.
-            out.append([("  ↺ ", "cyan"), (uid, "bold"), (f"  {one_line(note, 120)}", "dim")])
-        rest = t.reconciled_count - min(len(t.reconciled), RECONCILED_LIMIT)
-        if rest > 0:
-            out.append([(f"  … and {rest} more reconciled from commit trailers", "dim")])
+    for uid, note in t.reconciled[:RECONCILED_LIMIT]:
+        # The seed's words, verbatim: scripts grep for reconciled-from-trailer:<sha>.
+        out.append([("  ↺ ", "cyan"), (uid, "bold"), (f"  {one_line(note, 120)}", "dim")])
+    rest = t.reconciled_count - min(len(t.reconciled), RECONCILED_LIMIT)
+    if rest > 0:
+        out.append([(f"  … and {rest} more reconciled from commit trailers", "dim")])
+    return out
 
-    out.extend(overlay)
-    open_items = doc.get("openItems")
-    open_list = open_items if isinstance(open_items, list) else []
+
+def findings_lines(doc: Mapping[str, Any], open_list: list[Any]) -> list[Line]:
+    """The open findings (the first few), how many were resolved, the validation and the result."""
     resolved = doc.get("resolvedItems")
     n_resolved = len(resolved) if isinstance(resolved, list) else 0
-    out.append([("open     ", "dim"), (str(len(open_list)), "bold yellow" if open_list else ""),
-                (f"   resolved {n_resolved}", "dim")])
+    out: list[Line] = [[("open     ", "dim"), (str(len(open_list)), "bold yellow" if open_list else ""),
+                        (f"   resolved {n_resolved}", "dim")]]
     for item in open_list[:FINDINGS_LIMIT]:
         out.append(finding_line(item))
     if len(open_list) > FINDINGS_LIMIT:
         out.append([(f"  … and {len(open_list) - FINDINGS_LIMIT} more open findings", "dim")])
-
     fv = doc.get("finalValidation")
     req = " (required)" if doc.get("requireValidation") is True else ""
     if isinstance(fv, dict) and fv.get("status") in ("green", "red"):
@@ -474,10 +377,6 @@ def render_status(
         out.append([("validation ", "dim"), ("not recorded" + req, "dim")])
     if doc.get("result") is not None:
         out.append([("result   ", "dim"), (one_line(doc.get("result"), 300), "")])
-
-    out.append([])
-    out.extend(footer(doc, file=file, here=here, rs=rs, open_count=len(open_list), tally_=t, verdict=verdict,
-                      store=store))
     return out
 
 
