@@ -92,17 +92,24 @@ def test_retries_are_counted_apart_from_re_runs() -> None:
 
 
 def test_the_report_command_reads_the_history(tmp_path: Path) -> None:
+    """A step retried by its retry policy, and a failed step run again by the next `resumable run`
+    (a resume, in a new session): one retry and one re-run, though both follow a failure."""
     import resumable
 
-    runs = tmp_path / "runs"
-    run = resumable.open_run("h", runs_dir=runs, task="t")
-    run.unit("a", "done", attempt={"n": 1, "status": "done", "startedAt": ts(0), "finishedAt": ts(1)})
-    run.rerun(["a"], "again")
-    run.unit("a", "done", attempt={"n": 2, "status": "done", "startedAt": ts(2), "finishedAt": ts(3)})
+    (tmp_path / "job.toml").write_text(
+        '[job]\nname = "h"\n'
+        '[steps.flaky]\nrun = "test -f tried || { touch tried; exit 1; }"\nretries = 1\nbackoff = 0.01\n'
+        '[steps.fixed]\nrun = "test -f fixed"\nneeds = ["flaky"]\n')
+    runs = tmp_path / ".resumable" / "runs"
+    assert resumable.run_job(str(tmp_path / "job.toml"), quiet=True) == 1
+    (tmp_path / "fixed").write_text("")
+    assert resumable.run_job(str(tmp_path / "job.toml"), quiet=True) == 0
     r = CliRunner().invoke(report_command, ["--dir", str(runs), "h", "-o", "-"])
     assert r.exit_code == 0, r.stderr
-    assert '<div class="num">0</div><div class="lbl">retries</div>' in r.stdout
+    assert '<div class="num">1</div><div class="lbl">retries</div>' in r.stdout
     assert '<div class="num">1</div><div class="lbl">re-runs</div>' in r.stdout
+    doc = resumable.open_run("h", runs_dir=runs).handle.read()
+    assert report.after_a_failure(doc) and report.repeats(doc) == (2, 0)  # the document alone cannot tell
 
 
 def test_control_characters_never_reach_the_page_raw() -> None:

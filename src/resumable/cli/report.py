@@ -11,7 +11,7 @@ from resumable.cli.completion import complete_run
 from resumable.cli.errors import command_class
 from resumable.errors import NoRunError, ResumableError, StoreError
 from resumable.view import discovery
-from resumable.view.report import build_html
+from resumable.view.report import after_a_failure, build_html
 
 
 @click.command("report", cls=command_class(), short_help="Write a run's timeline as one HTML file.")
@@ -32,11 +32,13 @@ def report_command(run: str | None, output: str | None, runs_dir: str | None, st
     entry = picked.entry
     if entry.doc is None:
         raise discovery.unreadable(entry)
-    try:
-        history = [record.event for record in picked.handle.history()]
-    except ResumableError:
-        history = None  # the document alone still makes the page (retries counted from it)
-    page = build_html(entry.doc, now=time.time(), file=entry.location, history=history or None)
+    history = None
+    if after_a_failure(entry.doc):  # the history is read only when it can change the count
+        try:
+            history = [record.event for record in picked.handle.history()] or None
+        except ResumableError:
+            pass  # the document alone still makes the page (retries counted from it)
+    page = build_html(entry.doc, now=time.time(), file=entry.location, history=history)
     if output == "-":
         click.echo(page, nl=False)
         return

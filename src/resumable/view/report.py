@@ -150,6 +150,18 @@ def repeats(doc: Mapping[str, Any], history: Iterable[Mapping[str, Any]] | None 
     return retries, reruns
 
 
+def after_a_failure(doc: Mapping[str, Any]) -> bool:
+    """Whether some attempt follows a failed or timed-out one: only then can the history tell a
+    retry from a re-run better than the document (every other repeat is a re-run either way)."""
+    units = doc.get("units")
+    for unit in (units.values() if isinstance(units, dict) else ()):
+        attempts = unit.get("attempts") if isinstance(unit, dict) else None
+        if isinstance(attempts, list) and any(isinstance(a, dict) and a.get("status") in FAILURES
+                                              for a in attempts[:-1]):
+            return True
+    return False
+
+
 def _repeats_in(history: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
     session = 0
     # unit -> (last attempt n, its outcome, the session it ran in, invalidated since)
