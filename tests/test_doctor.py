@@ -309,3 +309,13 @@ def test_redact() -> None:
     assert redact("postgresql://u@h/db?sslmode=require&password=pw") == \
         "postgresql://u@h/db?sslmode=require&password=***"
     assert redact("postgresql://h/db") == "postgresql://h/db"
+
+
+def test_only_the_file_store_names_lease_files_or_reads_the_lock_table() -> None:
+    """doctor asks the store (LeaseSurvey, RunnerLease.holder) what runner leases say: nothing above
+    store/files names a run's lease file or reads the kernel's lock table itself."""
+    src = Path(resumable.__file__).parent
+    offenders = [str(p.relative_to(src)) for p in src.rglob("*.py")
+                 if "store/files" not in p.as_posix()
+                 and any(name in p.read_text() for name in (".runner.lock", "/proc/locks"))]
+    assert offenders == []
