@@ -23,11 +23,11 @@ import inspect
 from typing import Any
 
 from resumable.core import verbs
-from resumable.core.model import MAX_NESTING, check_unit_id
+from resumable.core.model import MAX_NESTING, MAX_UNIT_ID, check_unit_id
 from resumable.durable import codec
 from resumable.durable.attempts import Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
 from resumable.durable.engine import Call, Engine
-from resumable.durable.keys import Binder, arguments_key, check_step_name, custom_key, unit_id
+from resumable.durable.keys import Binder, arguments_key, check_step_name, custom_key, readable_key, unit_id
 from resumable.errors import InvalidInputError
 
 Event = dict[str, Any]
@@ -87,9 +87,30 @@ class Step:
 
     # -- identity and lookups --
     def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        if self.key is None:
-            return f"{self.name}:{arguments_key(self.binder.bind(args, kwargs), self.name)}"
-        return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
+        if self.key is not None:
+            return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
+        bound = self.binder.bind(args, kwargs)
+        uid = self.readable_id(bound)
+        if uid is None:
+            return f"{self.name}:{arguments_key(bound, self.name)}"
+        records = self.engine.records
+        with records.lock:
+            if uid in records.units():
+                return uid
+            # A run recorded before readable keys holds this call under its hashed id: that unit
+            # stays the call's, whatever its state, so its result is used and it is never orphaned.
+            legacy = f"{self.name}:{arguments_key(bound, self.name)}"
+            return legacy if legacy in records.units() else uid
+
+    def readable_id(self, bound: dict[str, Any]) -> str | None:
+        """``<name>:<value>`` for a call whose only argument, its first parameter, reads as a key."""
+        first = self.binder.first
+        if len(bound) != 1 or first not in bound:
+            return None
+        key = readable_key(bound[first])
+        if key is None or len(self.name) + 1 + len(key) > MAX_UNIT_ID:
+            return None
+        return f"{self.name}:{key}"
 
     def lookup(self, uid: str) -> tuple[bool, Any]:
         """(True, the recorded result) for a usable done unit; (False, None) when the step must run.
