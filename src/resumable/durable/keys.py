@@ -173,7 +173,8 @@ def readable_key(value: Any) -> str | None:
         return None
     if len(value) == KEY_HEX and _HEX.issuperset(value):
         return None
-    return value
+    text: str = value
+    return text
 
 
 def custom_key(value: Any, step: str) -> str:
