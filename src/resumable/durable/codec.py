@@ -119,7 +119,7 @@ def colliding_keys(value: Any) -> str:
     while todo:
         path, item = todo.pop()
         if isinstance(item, dict):
-            seen: dict[str, Any] = {}
+            seen: dict[bytes, Any] = {}
             for k, v in item.items():
                 text = jsonio.dumps({k: None})  # the key as the encoder writes it
                 if text in seen:
