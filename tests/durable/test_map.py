@@ -111,15 +111,22 @@ def test_bad_map_options(runs: Path, options: dict[str, Any]) -> None:
         run.map(lambda x: x, [1], **options)
 
 
-def test_process_executor_needs_an_importable_step(runs: Path) -> None:
+def test_a_step_no_worker_can_import_travels_by_value_or_is_refused(runs: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("cloudpickle", reason="cloudpickle (the dask extra brings it) sends steps by value")
     run = open_run(runs)
 
     @run.step
     def local(x: int) -> int:
-        return x
+        return x * 3
 
-    with pytest.raises(InvalidInputError, match="executor='thread'"):
-        run.map(local, [1], executor="process")
+    assert run.map(local, [1, 2], executor="process", jobs=1) == [3, 6]  # nested: sent by value
+    from resumable.durable import shipping
+
+    monkeypatch.setattr(shipping, "_cloudpickle", lambda: None)
+    with pytest.raises(InvalidInputError, match=r"inside a function.*pip install cloudpickle"):
+        run.map(local, [3], executor="process")
+    assert len(step_units(read_doc(runs, "m"))) == 2
 
 
 def test_process_executor(tmp_path: Path) -> None:

@@ -34,9 +34,9 @@ Event = dict[str, Any]
 Settled = tuple[list[Event], Any, BaseException | None]  # (records to commit, value, exception to raise)
 
 _STACK: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("resumable_steps", default=())
-# Set in a process pool's workers: a step called inside another step's body there is served from the
-# run when recorded, else run as a plain call (the worker holds no lease; the parent records the item).
-IN_WORKER = [False]
+# Set while a pool's worker runs an item: a step called inside the item's step is then served from
+# the run when recorded, else run as a plain call (a worker holds no lease; the caller records the item).
+IN_WORKER: contextvars.ContextVar[bool] = contextvars.ContextVar("resumable_in_worker", default=False)
 
 
 def default_name(fn: Any) -> str:
@@ -273,7 +273,7 @@ class Step:
         if found:
             return value
         try:
-            if IN_WORKER[0]:
+            if IN_WORKER.get():
                 return self.fn(*args, **kwargs)
             events, value, exc = self.run(uid, args, kwargs)
             self.engine.records.commit(events)
@@ -291,7 +291,7 @@ class Step:
         if found:
             return value
         try:
-            if IN_WORKER[0]:
+            if IN_WORKER.get():
                 return await self.fn(*args, **kwargs)
             self.engine.ensure_session()
             call = self.begin_call(uid)
