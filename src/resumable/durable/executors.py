@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.durable import worker
 from resumable.durable.attempts import Outcome, StepFailed, as_failure, failed_attempt
+from resumable.durable.shipping import Unloadable
+from resumable.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from resumable.durable.engine import Call
@@ -138,6 +140,11 @@ class Flight:
                 out = future.result()
             except (CancelledError, BrokenExecutor) as exc:
                 self.lost = self.lost or exc  # no result: the item runs on the next call
+                continue
+            except Unloadable as exc:
+                self.lost = self.lost or InvalidInputError(
+                    f"the executor's workers cannot load step {step.name} ({exc}): install what it needs"
+                    " where they run, or define it where they can import it")
                 continue
             except Exception as exc:  # its arguments or result did not pickle; the engine gave up on it
                 out = Outcome()

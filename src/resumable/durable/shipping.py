@@ -118,8 +118,20 @@ def ship(step: Step, wrapper: Any, executor: str | Executor) -> bytes | Work:
                                 " create such objects inside the step, or use executor='thread')") from exc
 
 
+class Unloadable(Exception):
+    """A worker could not load the step it was sent (a module it imports is missing there): no item
+    can run on it, so the map stops, rather than recording every item failed for it."""
+
+
 def load(payload: bytes) -> Work:
-    """The worker's side of ``ship``."""
+    """The worker's side of ``ship``; Unloadable when this process cannot load the step."""
+    try:
+        return _load(payload)
+    except Exception as exc:
+        raise Unloadable(f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
+
+
+def _load(payload: bytes) -> Work:
     shipped = pickle.loads(payload)
     if shipped[0] == "ref":
         _, module, qualname, policy, name = shipped
