@@ -149,6 +149,18 @@ def decodable(field: object, serializer: Serializer | None) -> bool:
     return codec == "json" or (serializer is not None and codec == serializer.name)
 
 
+def fresh_copy(value: Any) -> Any:
+    """A copy of a JSON value the document holds, for a caller to change as it likes. orjson's round
+    trip is the fastest copy there is (a tenth of the standard library's); what it does not write
+    (integers beyond 64 bits, lone surrogates) goes through the standard library's."""
+    import orjson
+
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:  # orjson.JSONEncodeError
+        return jsonio.loads(jsonio.dumps(value))
+
+
 def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, where: str) -> Any:
     """The value a recorded result holds (a fresh copy every time)."""
     codec = field.get("codec")
@@ -159,7 +171,7 @@ def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, w
         else:
             if "value" not in field:
                 raise CorruptRunError(f"{where}: its recorded result has neither value nor ref")
-            data = jsonio.dumps(field["value"])
+            return fresh_copy(field["value"])
         try:
             return jsonio.loads(data)
         except ValueError as exc:

@@ -130,6 +130,8 @@ class Binder:
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The arguments by name; TypeError for a call the function itself would refuse."""
+        if not kwargs and len(args) == 1 and self.simple and len(self.required) <= 1 and self.names:
+            return {self.names[0]: args[0]}  # the commonest call, f(x), without the general loop
         if self.simple and len(args) <= len(self.names):
             bound = dict(zip(self.names, args, strict=False))
             for name, value in kwargs.items():

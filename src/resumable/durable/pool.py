@@ -28,7 +28,7 @@ from resumable.durable.attempts import StepFailed, as_failure
 from resumable.durable.engine import Call
 from resumable.durable.executors import Flight, default_limit
 from resumable.durable.progress import Bar, open_bar
-from resumable.durable.records import Ticket
+from resumable.durable.records import Ticket, gc_paused
 from resumable.durable.steps import Step
 from resumable.errors import InvalidInputError
 
@@ -44,33 +44,38 @@ class Mapping:
         self.places: dict[str, list[int]] = {}  # unit id -> places of the items still to run
         self.args: dict[str, tuple[Any, ...]] = {}
 
-    def answer(self, i: int, value: Any, failed: bool = False) -> None:
-        self.results[i] = value
-        self.bar.advance(failed=int(failed))
-
     def settle(self, uid: str, value: Any, failed: bool) -> None:
         places = self.places.get(uid, [])
         for i in places:
             self.results[i] = value
         self.bar.advance(len(places), failed=len(places) if failed else 0)
 
-    def look_up(self) -> None:
-        """Answer every recorded item; group the rest by unit id (equal items run once)."""
-        for i, args in enumerate(self.items):
-            uid = self.step.unit_id(args, {})
-            if uid in self.places:
-                self.places[uid].append(i)
-                continue
-            try:
-                found, value = self.step.lookup(uid)
-            except StepFailed as exc:
-                self.answer(i, exc, failed=True)
-                continue
-            if found:
-                self.answer(i, value)
-            else:
-                self.places[uid] = [i]
-                self.args[uid] = args
+    def look_up(self, chunk: int = 2048) -> None:
+        """Answer every recorded item; group the rest by unit id (equal items run once). In chunks
+        under the records' lock: one lock, one look at the run and one tick of the bar per chunk."""
+        step, records, items = self.step, self.step.engine.records, self.items
+        for start in range(0, len(items), chunk):
+            answered = failed = 0
+            with records.lock:
+                units = records.units()
+                for i in range(start, min(start + chunk, len(items))):
+                    args = items[i]
+                    uid = step.unit_id(args, {}, units)
+                    if uid in self.places:
+                        self.places[uid].append(i)
+                        continue
+                    try:
+                        found, value = step.answer(uid, units.get(uid))
+                    except StepFailed as exc:
+                        found, value = True, exc
+                        failed += 1
+                    if found:
+                        self.results[i] = value
+                        answered += 1
+                    else:
+                        self.places[uid] = [i]
+                        self.args[uid] = args
+            self.bar.advance(answered, failed=failed)
 
 
 def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int | None, executor: str | Executor,
@@ -91,7 +96,8 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
     bar = open_bar(step.name, len(items), progress)
     mapping = Mapping(step, items, bar)
     try:
-        mapping.look_up()
+        with gc_paused():  # answering many recorded items makes objects by the million, no cycles
+            mapping.look_up()
         if mapping.places:
             step.engine.ensure_session()
             if executor == "thread":

@@ -86,21 +86,25 @@ class Step:
         engine.steps[self.name] = origin
 
     # -- identity and lookups --
-    def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any], units: dict[str, Any] | None = None) -> str:
+        """The call's unit id. ``units``: the run's units, when the caller holds the records' lock."""
         if self.key is not None:
             return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
         bound = self.binder.bind(args, kwargs)
         uid = self.readable_id(bound)
         if uid is None:
             return f"{self.name}:{arguments_key(bound, self.name)}"
+        if units is not None and uid in units:
+            return uid
         records = self.engine.records
         with records.lock:
-            if uid in records.units():
+            units = records.units()
+            if uid in units:
                 return uid
             # A run recorded before readable keys holds this call under its hashed id: that unit
             # stays the call's, whatever its state, so its result is used and it is never orphaned.
             legacy = f"{self.name}:{arguments_key(bound, self.name)}"
-            return legacy if legacy in records.units() else uid
+            return legacy if legacy in units else uid
 
     def readable_id(self, bound: dict[str, Any]) -> str | None:
         """``<name>:<value>`` for a call whose only argument, its first parameter, reads as a key."""
@@ -117,20 +121,22 @@ class Step:
         Raises StepFailed for a recorded failure when the step does not retry failures."""
         records = self.engine.records
         with records.lock:
-            unit = records.units().get(uid)
-            if not isinstance(unit, dict):
-                return False, None
-            status = unit.get("status")
-            if status == "done":
-                field = unit.get("result")
-                if unit.get("version") != self.version or not codec.decodable(field, self.serializer):
-                    return False, None
-                assert isinstance(field, dict)
-                return True, codec.decode(field, self.serializer, records, f"unit {uid}")
-            if status == "failed" and not self.retry_failed:
-                error = recorded_error(unit)
-                raise StepFailed(uid, error)
+            return self.answer(uid, records.units().get(uid))
+
+    def answer(self, uid: str, unit: object) -> tuple[bool, Any]:
+        """``lookup`` of a unit already found (the records' lock held)."""
+        if not isinstance(unit, dict):
             return False, None
+        status = unit.get("status")
+        if status == "done":
+            field = unit.get("result")
+            if unit.get("version") != self.version or not codec.decodable(field, self.serializer):
+                return False, None
+            assert isinstance(field, dict)
+            return True, codec.decode(field, self.serializer, self.engine.records, f"unit {uid}")
+        if status == "failed" and not self.retry_failed:
+            raise StepFailed(uid, recorded_error(unit))
+        return False, None
 
     def acquire(self, uid: str) -> tuple[bool, Any]:
         """A hit, or (False, None) with this thread holding the unit's claim."""
