@@ -235,3 +235,34 @@ def test_an_item_calling_a_later_item_of_its_map_runs_it_and_does_not_wait_for_i
         expected.append(expected[-1] + expected[-2])
     assert run.map(fib, reversed(range(25)), jobs=jobs, progress=False) == expected[::-1]
     assert sorted(calls) == list(range(25))  # each once
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_an_executor_gets_at_most_jobs_items_in_flight_and_every_item_is_answered(runs: Path, jobs: int) -> None:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    run = open_run(runs)
+    lock = threading.Lock()
+    flying = [0, 0]  # submitted and not ended now, the most at once
+
+    class Watching(ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+            with lock:
+                flying[0] += 1
+                flying[1] = max(flying)
+            future = super().submit(fn, *args, **kwargs)
+            future.add_done_callback(lambda _: self.ended())
+            return future
+
+        def ended(self) -> None:
+            with lock:
+                flying[0] -= 1
+
+    @run.step
+    def item(x: int) -> int:
+        return x * 2
+
+    with Watching(8) as executor:  # in this process: the step needs no pickling
+        assert run.map(item, range(60), executor=executor, jobs=jobs) == [x * 2 for x in range(60)]
+    assert 1 <= flying[1] <= jobs
+    assert len(step_units(read_doc(runs, "m"))) == 60

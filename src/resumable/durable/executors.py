@@ -78,8 +78,8 @@ class Flight:
         try:
             self.fill()
             while self.pending:
-                batch = self.take()
-                self.fill()
+                batch = [(future, *self.pending.pop(future)) for future in self.take()]
+                self.fill()  # before the commit: the executor works while this batch is recorded
                 self.record(batch)
         except BaseException:
             self.stop()
@@ -88,6 +88,7 @@ class Flight:
             raise self.lost
 
     def fill(self) -> None:
+        """Submit items until ``limit`` are in flight (or none is left)."""
         step, m = self.m.step, self.m
         while len(self.pending) < self.limit and self.lost is None:
             uid = next(self.todo, None)
@@ -128,14 +129,12 @@ class Flight:
             except queue.Empty:
                 return batch
 
-    def record(self, batch: list[Future[Outcome]]) -> None:
+    def record(self, batch: list[tuple[Future[Outcome], str, Call]]) -> None:
+        """Commit the outcomes of ``batch`` (taken out of ``pending``) and answer their items."""
         step, engine = self.m.step, self.m.step.engine
         events: list[dict[str, Any]] = []
         settled: list[tuple[str, Any, BaseException | None]] = []
-        uids: list[str] = []
-        for future in batch:
-            uid, call = self.pending.pop(future)
-            uids.append(uid)
+        for future, uid, call in batch:
             try:
                 out = future.result()
             except (CancelledError, BrokenExecutor) as exc:
@@ -159,7 +158,7 @@ class Flight:
         try:
             engine.records.commit(events)  # one commit for the items that ended together
         finally:
-            for uid in uids:
+            for _, uid, _ in batch:
                 engine.release(uid)
         for uid, value, error in settled:
             self.m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
@@ -171,7 +170,7 @@ class Flight:
         try:
             running = [f for f in self.pending if not f.cancelled()]
             wait(running)
-            self.record(running)
+            self.record([(f, *self.pending.pop(f)) for f in running])
         except Exception:
             pass  # the map is already failing with the error that stopped it
         finally:
