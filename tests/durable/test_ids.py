@@ -96,3 +96,24 @@ def test_a_run_recorded_with_hashed_ids_keeps_its_results(runs: Path) -> None:
     after = step_units(read_doc(runs, "legacy"))
     assert set(after) == {*before, "train:5"}
     assert all(u["status"] == "done" for u in after.values())
+
+
+def test_a_key_that_makes_an_id_over_256_characters_is_refused_at_the_call(runs: Path) -> None:
+    run = resumable.open_run("ids", runs_dir=runs, task="ids")
+    ran: list[str] = []
+
+    @run.step(key=lambda x: x)
+    def kf(x: str) -> str:
+        ran.append(x)
+        return x
+
+    @run.step
+    def default_key(x: str) -> str:
+        return x
+
+    with pytest.raises(resumable.InvalidInputError, match=r"303 characters \(limit 256\).*shorter key"):
+        kf("x" * 300)
+    assert ran == []
+    assert default_key("y" * 300) == "y" * 300  # a long argument is hashed, never refused
+    (uid,) = step_units(read_doc(runs, "ids"))
+    assert len(uid) == len("default_key:") + KEY_HEX

@@ -266,3 +266,22 @@ def test_an_executor_gets_at_most_jobs_items_in_flight_and_every_item_is_answere
         assert run.map(item, range(60), executor=executor, jobs=jobs) == [x * 2 for x in range(60)]
     assert 1 <= flying[1] <= jobs
     assert len(step_units(read_doc(runs, "m"))) == 60
+
+
+def test_nothing_imports_dask_unless_a_dask_executor_is_passed(tmp_path: Path) -> None:
+    script = tmp_path / "nodask.py"
+    script.write_text(
+        "import sys\nfrom concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor\nimport resumable\n"
+        f"run = resumable.open_run('n', runs_dir={str(tmp_path / 'runs')!r}, task='t')\n"
+        "@run.step\ndef f(x):\n    return x + 1\n"
+        "if __name__ == '__main__':\n"
+        "    assert run.map(f, range(4)) == [1, 2, 3, 4]\n"
+        "    assert run.map(f, range(4, 8), executor='process', jobs=1) == [5, 6, 7, 8]\n"
+        "    with ProcessPoolExecutor(1) as pool, ThreadPoolExecutor(2) as threads:\n"
+        "        assert run.map(f, range(8, 10), executor=pool) == [9, 10]\n"
+        "        assert run.map(f, range(10, 12), executor=threads) == [11, 12]\n"
+        "    print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n")
+    proc = python([str(script)], tmp_path)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.strip() == "[]"
