@@ -285,3 +285,38 @@ def test_nothing_imports_dask_unless_a_dask_executor_is_passed(tmp_path: Path) -
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert out.strip() == "[]"
+
+
+def test_an_interrupted_executor_map_records_what_ended_and_leaves_nothing_claimed(runs: Path) -> None:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    run = open_run(runs)
+    calls: list[int] = []
+
+    class Interrupted(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+            if self.submitted == 6:
+                raise KeyboardInterrupt  # Ctrl-C while items are being submitted
+            self.submitted += 1
+            future = super().submit(fn, *args, **kwargs)
+            future.result()  # ended before the next is submitted: recorded by the map's stop
+            return future
+
+    @run.step
+    def item(x: int) -> int:
+        calls.append(x)
+        return x
+
+    with Interrupted(2) as executor, pytest.raises(KeyboardInterrupt):
+        run.map(item, range(10), executor=executor, jobs=4)
+    recorded = {u for u, unit in step_units(read_doc(runs, "m")).items() if unit["status"] == "done"}
+    assert recorded == {f"item:{x}" for x in range(6)}  # every item that ended was recorded
+    done: list[int] = []
+    t = threading.Thread(target=lambda: done.append(item(7)), daemon=True)
+    t.start()
+    t.join(10)
+    assert done == [7]  # not left claimed by the map
+    assert run.map(item, range(10), progress=False) == list(range(10))
+    assert sorted(calls) == list(range(10))

@@ -75,14 +75,16 @@ class Flight:
         self.lost: BaseException | None = None  # why some items came back with no result
 
     def run(self) -> None:
+        batch: list[tuple[Future[Outcome], str, Call]] = []  # taken out of pending, not recorded yet
         try:
             self.fill()
             while self.pending:
                 batch = [(future, *self.pending.pop(future)) for future in self.take()]
                 self.fill()  # before the commit: the executor works while this batch is recorded
-                self.record(batch)
+                ended, batch = batch, []
+                self.record(ended)
         except BaseException:
-            self.stop()
+            self.stop(batch)
             raise
         if self.lost is not None:
             raise self.lost
@@ -163,17 +165,20 @@ class Flight:
         for uid, value, error in settled:
             self.m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
 
-    def stop(self) -> None:
-        """Interrupted or failed: cancel what has not started, record what cannot be cancelled."""
+    def stop(self, ended: list[tuple[Future[Outcome], str, Call]]) -> None:
+        """Interrupted or failed: cancel what has not started; record what had ended and what could
+        not be cancelled (running in a local pool) once it ends."""
         for future in list(self.pending):
             future.cancel()
         try:
             running = [f for f in self.pending if not f.cancelled()]
             wait(running)
-            self.record([(f, *self.pending.pop(f)) for f in running])
+            taken, ended = [*ended, *((f, *self.pending.pop(f)) for f in running)], []
+            self.record(taken)  # releases their claims, whatever happens
         except Exception:
             pass  # the map is already failing with the error that stopped it
         finally:
-            for uid, _ in self.pending.values():
-                self.m.step.engine.release(uid)
+            uids = [uid for _, uid, _ in ended] + [uid for uid, _ in self.pending.values()]
+            for uid in uids:
+                self.m.step.engine.release(uid)  # of each item not recorded: it runs on the next call
             self.pending.clear()
