@@ -3,7 +3,7 @@
     python clusterscript.py SCHEDULER RUNS_DIR RUN N SUBMIT_LOG EXEC_LOG [finish]
 
 Submissions are counted by ``counting.Counting`` into SUBMIT_LOG; every execution of the step
-appends "<pid> <item>" to EXEC_LOG.
+appends "<pid> <item> <time>" to EXEC_LOG (items.log_execution).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import time
 
 from counting import Counting  # type: ignore[import-not-found]  # the script's own directory
-from items import compute  # type: ignore[import-not-found]
+from items import compute, log_execution  # type: ignore[import-not-found]
 
 import resumable
 
@@ -24,11 +24,7 @@ run = resumable.open_run(RUN_ID, runs_dir=RUNS, task="map on a cluster")
 @run.step
 def work(i: int) -> dict[str, object]:
     time.sleep(float(os.environ.get("ITEM_SLEEP", "0.01")))
-    fd = os.open(EXEC_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, f"{os.getpid()} {i}\n".encode())
-    finally:
-        os.close(fd)
+    log_execution(EXEC_LOG, i)
     result: dict[str, object] = compute(i)
     return result
 

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from items import compute  # type: ignore[import-not-found]  # the script's own directory
+from items import compute, log_execution  # type: ignore[import-not-found]  # the script's own directory
 
 import resumable
 
@@ -25,11 +25,7 @@ run = resumable.open_run(RUN_ID, runs_dir=RUNS, task="map over items")
 @run.step(key=lambda i: f"item-{i}")
 def work(i: int) -> dict[str, object]:
     time.sleep(float(os.environ.get("ITEM_SLEEP", "0.002")))
-    fd = os.open(EXEC_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, f"{os.getpid()} {i} {time.time()}\n".encode())
-    finally:
-        os.close(fd)
+    log_execution(EXEC_LOG, i)
     result: dict[str, object] = compute(i)
     return result
 

@@ -28,7 +28,7 @@ from resumable.errors import InvalidInputError
 
 from .counting import Counting, submitted
 from .helpers import HERE, journal, python, read_doc, step_units
-from .items import compute
+from .items import compute, log_execution
 
 CI = os.environ.get("CI", "").lower() == "true"
 try:
@@ -54,7 +54,7 @@ def done_records(runs: Path, run_id: str) -> Counter[str]:
 def exec_log(path: Path) -> list[tuple[int, int]]:
     if not path.exists():
         return []
-    return [(int(p), int(i)) for p, i in (line.split() for line in path.read_text().splitlines())]
+    return [(int(p), int(i)) for p, i, _ in (line.split() for line in path.read_text().splitlines())]
 
 
 def logging_step(run: resumable.Run, log: Path, sleep: float = 0.0) -> Callable[[int], dict[str, object]]:
@@ -64,8 +64,7 @@ def logging_step(run: resumable.Run, log: Path, sleep: float = 0.0) -> Callable[
     def work(i: int) -> dict[str, object]:
         if sleep:
             time.sleep(sleep)
-        with open(log, "a") as f:
-            f.write(f"{os.getpid()} {i}\n")
+        log_execution(str(log), i)
         return compute(i)
 
     return work

@@ -1,11 +1,11 @@
 """``run.map(step, items, jobs=8)``: a step over many items, on a pool, each item recorded as it ends.
 
 Items already recorded are answered first, in the calling thread, without touching the pool. The rest
-run on ``jobs`` threads (``executor="thread"``, the default) or worker processes
-(``executor="process"``, started with ``spawn``: nothing of this process, its lease included, is
-inherited). Records are group-committed: the items that ended while the previous commit was being
-flushed go in the next ``handle.commit`` together, one fsync for all of them; with threads a worker
-hands its record over and takes its next item without waiting for the flush.
+run on ``jobs`` threads (``executor="thread"``, the default), on worker processes of our own
+(``executor="process"``) or on any ``concurrent.futures.Executor`` (``executors``: a Dask cluster,
+loky, a process pool). Records are group-committed: the items that ended while the previous commit
+was being flushed go in the next ``handle.commit`` together, one fsync for all of them; with threads
+a worker hands its record over and takes its next item without waiting for the flush.
 
 A failing item does not stop the others: its failure is recorded and its place in the returned list
 holds a ``StepFailed`` (``on_error="raise"`` raises the first one instead, once every item has
