@@ -143,6 +143,9 @@ def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
     deps = ev.get("deps")
     if deps is not None:
         deps = [check_unit_id(d) for d in deps]
+        if uid in deps:
+            # It could never become eligible: it would wait for itself forever.
+            raise InvalidInputError(f"unit '{uid}' cannot depend on itself — drop it from --deps")
     attempt = ev.get("attempt")
     if attempt is not None and not (isinstance(attempt, dict) and isinstance(attempt.get("n"), int)):
         raise InvalidInputError("an attempt must be an object with an integer 'n'")
