@@ -29,7 +29,7 @@ from resumable import fsio
 from resumable.errors import InvalidInputError, RefusedError, StoreError
 from resumable.ledger import dirs, layout, yamlfmt
 from resumable.ledger.model import Checkpoint, Schema, to_dict
-from resumable.ledger.store import Entry, scan
+from resumable.ledger.store import Entry, parse_file, scan
 
 SWEEP_AGE_S = 600
 _MAX_TRIES = 10_000
@@ -66,6 +66,7 @@ def write(base: str, checkpoint: Checkpoint, schema: Schema, *, assign_attempt: 
             for _ in range(_MAX_TRIES):
                 current = msgspec.structs.replace(checkpoint, attempt_number=attempt)
                 data = yamlfmt.dump(to_dict(current))
+                _refuse_unless_it_reads_back(data, schema)
                 name = layout.file_name(ordinal, checkpoint.phase, attempt)
                 if _publish(run_fd, tmp_fd, tmp_name, name, data, where):
                     break
@@ -86,6 +87,18 @@ def write(base: str, checkpoint: Checkpoint, schema: Schema, *, assign_attempt: 
     finally:
         for fd in reversed(fds):
             os.close(fd)
+
+
+def _refuse_unless_it_reads_back(data: bytes, schema: Schema) -> None:
+    """A write is acknowledged only for bytes that readers will take for the same checkpoint: parsed
+    as a reader parses them and written out again, they must come out the same. (A string YAML
+    cannot carry would otherwise be acknowledged, then skipped as corrupt by every reader.)"""
+    checkpoint, problem = parse_file(data, schema)
+    if checkpoint is None:
+        raise InvalidInputError(f"Invalid checkpoint: it would not read back ({problem}); nothing was written")
+    if yamlfmt.dump(to_dict(checkpoint)) != data:
+        raise InvalidInputError("Invalid checkpoint: it would read back different from what was given; "
+                                "nothing was written")
 
 
 def _next_attempt(entries: list[Entry], phase: str, at_least: int) -> int:
