@@ -13,8 +13,8 @@ import pytest
 
 import resumable
 from corehelpers import assert_error, cli, ok, tree
-from resumable.core.events import apply
 from resumable.core import model
+from resumable.core.events import apply
 from resumable.errors import CorruptRunError, InvalidInputError
 
 READERS = (["get", "r"], ["get", "r", "--summary"], ["resume", "r"], ["status", "r"], ["report", "r", "-o", "-"],
@@ -75,7 +75,7 @@ def test_refuse_unreadable_also_refuses_a_newer_document() -> None:
     model.refuse_unreadable({"schemaVersion": 2, "id": "r", "units": {}})
     with pytest.raises(NewerFormatError):
         model.refuse_unreadable({"schemaVersion": 99, "id": "r", "units": 5})
-    with pytest.raises(CorruptRunError, match="^run x is malformed: it is not a run document"):
+    with pytest.raises(CorruptRunError, match=r"^run x is malformed: it is not a run document"):
         model.refuse_unreadable({"id": "x"})
 
 
