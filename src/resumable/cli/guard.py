@@ -70,7 +70,7 @@ def status_command(name: str, with_history: bool, state_dir: str | None) -> None
     """Show NAME's passes, last outcome, breaker and whether a pass is running (exit 3: unknown NAME)."""
     import sys
 
-    from resumable.guard.protocol import status_text
+    from resumable.guard.status import status_text
 
     sys.stdout.write(status_text(name, state_dir, with_history))
 
