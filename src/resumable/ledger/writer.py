@@ -46,6 +46,10 @@ def write(base: str, checkpoint: Checkpoint, schema: Schema, *, assign_attempt: 
     ticket, run = checkpoint.ticket_id, str(checkpoint.run_id)
     where = f"{base}/{ticket}/{run}"
     prefix = layout.phase_prefix(ordinal, checkpoint.phase)
+    # Checked before anything is created (a refused write changes nothing on disk); the attempt
+    # number the loop below may change is an integer, which reads back whatever its value.
+    as_given = yamlfmt.dump(to_dict(checkpoint))
+    _refuse_unless_it_reads_back(as_given, schema)
     fds: list[int] = []
     try:
         base_fd = dirs.open_base(base, create=True)
@@ -64,9 +68,10 @@ def write(base: str, checkpoint: Checkpoint, schema: Schema, *, assign_attempt: 
         tmp_name, tmp_fd = _create_temp(run_fd, where)
         try:
             for _ in range(_MAX_TRIES):
-                current = msgspec.structs.replace(checkpoint, attempt_number=attempt)
-                data = yamlfmt.dump(to_dict(current))
-                _refuse_unless_it_reads_back(data, schema)
+                if attempt == checkpoint.attempt_number:
+                    data = as_given
+                else:
+                    data = yamlfmt.dump(to_dict(msgspec.structs.replace(checkpoint, attempt_number=attempt)))
                 name = layout.file_name(ordinal, checkpoint.phase, attempt)
                 if _publish(run_fd, tmp_fd, tmp_name, name, data, where):
                     break
