@@ -48,7 +48,7 @@ def _plant(runs: Path, change: dict[str, Any]) -> None:
 def test_every_reader_refuses_a_malformed_document(runs: Path, change: dict[str, Any], problem: str) -> None:
     _plant(runs, change)
     before = tree(runs)
-    message = f"run r is malformed: {problem} — fix its document, or move it aside"
+    message = f"{runs / 'r.json'}: run r is malformed: {problem} — fix its document, or move it aside"
     for args in READERS:
         assert_error(cli(*args, runs=runs), 1, message)
     proc = cli("status", "r", "--json", runs=runs)  # --json still says where and why

@@ -116,7 +116,10 @@ def test_a_sigkilled_guard_leaves_the_lock_to_its_command_and_its_pass_counted(
     events = [json.loads(line) for line in (state_dir / "job-history.jsonl").read_text().splitlines()]
     assert [(e["event"], e.get("pass"), e.get("status")) for e in events] == [
         ("start", 1, None), ("pass", 1, "failure"), ("start", 2, None), ("pass", 2, "success")]
-    assert events[1]["exit_code"] is None and "killed" in events[1]["note"]
+    assert events[1]["exit_code"] is None and "killed" in events[1]["note"] and events[1]["log"] == events[0]["log"]
+    history_rows = guard("status", "job", "--state-dir", str(state_dir), "--history").stdout.splitlines()[-2:]
+    assert history_rows[0].split()[:2] == ["1", events[0]["started_at"]] and "failure  -" in history_rows[0]
+    assert "(its guard was killed before it recorded the outcome)" in history_rows[0]
     capped = guard("job", "--state-dir", str(state_dir), "--max-passes", "2", "--", "touch", str(tmp_path / "no"))
     assert _lines(capped.stdout) == ["SKIP: max passes reached (2 >= 2)"] and not (tmp_path / "no").exists()
 

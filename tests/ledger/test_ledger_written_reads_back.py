@@ -155,3 +155,12 @@ def test_read_and_validate_failures_say_why_on_stderr(base: Path, capsys: pytest
     code, out, err = cli(capsys, "validate", *common, "--root", str(base), base=base)
     assert code == 1 and json.loads(out)["is_valid"] is False
     assert err == f"resumable: Artifact path does not exist under {base}: missing.txt\n"
+
+
+def test_absurd_nesting_is_refused_as_a_type_not_a_crash() -> None:
+    deep: list[Any] = []
+    for _ in range(50_000):
+        deep = [deep]
+    for extra in ({"x": deep}, {"files_changed": deep}):
+        result = ledger.validate(document(phase_payload={**document()["phase_payload"], **extra}))
+        assert not result.is_valid and result.errors

@@ -242,20 +242,21 @@ def refuse_newer(doc: Mapping[str, Any], run: str | None = None) -> None:
         f" understands ({SCHEMA_VERSION}); upgrade resumable")
 
 
-def refuse_unreadable(doc: Mapping[str, Any], run: str | None = None) -> None:
+def refuse_unreadable(doc: Mapping[str, Any], run: str | None = None, where: str | None = None) -> None:
     """What every reader of a stored document calls (the stores' reading handles): a newer
     resumable's document raises NewerFormatError (``refuse_newer``), a malformed one (``units`` a
     number, ``phases`` a string: ``shape_problem``) CorruptRunError, in one line. Shown as it is,
     such a document reads as a healthy run with nothing to do (``get`` prints it, ``resume``
-    answers "nothing to do", both exit 0) while every write to it is refused."""
+    answers "nothing to do", both exit 0) while every write to it is refused. ``where`` names the
+    files that hold it, for the message."""
     refuse_newer(doc, run)
     problem = shape_problem(doc)
     if problem is not None:
         if run is None:
             rid = doc.get("id")
             run = rid if isinstance(rid, str) and rid else "?"
-        raise CorruptRunError(
-            f"run {run[:MAX_RUN_ID]} is malformed: {problem} — fix its document, or move it aside")
+        raise CorruptRunError(f"{where + ': ' if where else ''}run {run[:MAX_RUN_ID]} is malformed: {problem} — fix"
+                              " its document, or move it aside")
 
 
 def shape_problem(doc: Mapping[str, Any]) -> str | None:

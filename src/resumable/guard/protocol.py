@@ -134,18 +134,19 @@ def run_guarded(opts: Options, out: Callable[[str], None] = say) -> int:
             out(f"SKIP: max passes reached ({current.pass_count} >= {opts.max_passes})")
             return 0
         if opts.breaker > 0 and current.consecutive_failures >= opts.breaker:
-            code = _halt(opts, paths, current, out)
+            code, would = _halt(opts, paths, current, out), "halt"
         elif opts.dry_run:
             import shlex
 
             number = current.pass_count + 1
             out(f"DRY RUN: would start pass {number} (last: {current.last_status} at {current.last_run_at}): "
                 f"{shlex.join(opts.command)}")
-            code = 0
+            code, would = 0, f"start pass {number}"
         else:
             return _pass(opts, paths, current, lock, out)
-        if opts.dry_run:
-            _record_dry_run(paths, recorded or current, "halt" if code else f"start pass {current.pass_count + 1}")
+        if opts.dry_run:  # the state as it was read (a killed pass stays to be recorded), but dry_run
+            state.write(paths.state, state.after_dry_run(recorded or current), opts.name)
+            history.append(paths.history, {"event": "dry-run", "at": stamp(utcnow()), "would": would})
         return code
     finally:
         lock.release()
@@ -161,17 +162,14 @@ def _settle(paths: Paths, current: state.GuardState, out: Callable[[str], None],
     settled = state.after_pass(current, "failure", None, now)
     if write:
         state.write(paths.state, settled, paths.name)
+        logs = [e.get("log") for e in history.read(paths.history)
+                if e is not None and e.get("event") == "start" and e.get("pass") == number]
         history.append(paths.history, {"event": "pass", "pass": number, "started_at": began, "finished_at": None,
-                                       "status": "failure", "exit_code": None,
+                                       "status": "failure", "exit_code": None, "log": logs[-1] if logs else None,
                                        "note": "its guard was killed before it recorded the outcome"})
     out(f"Pass {number} (started {began}) never recorded its outcome (its guard was killed): "
         f"{'recorded' if write else 'it will be recorded'} as a failure")
     return settled
-
-
-def _record_dry_run(paths: Paths, current: state.GuardState, would: str) -> None:
-    state.write(paths.state, state.after_dry_run(current), paths.name)
-    history.append(paths.history, {"event": "dry-run", "at": stamp(utcnow()), "would": would})
 
 
 def _halt(opts: Options, paths: Paths, current: state.GuardState, out: Callable[[str], None]) -> int:
@@ -215,7 +213,10 @@ def _pass(opts: Options, paths: Paths, current: state.GuardState, lock: GuardLoc
         try:
             begun = _begin(opts, paths, current, started, log_path)
         except ResumableError:
-            os.unlink(log_path)  # no pass: no log of one
+            try:
+                os.unlink(log_path)  # no pass: no log of one
+            except OSError:
+                pass
             raise
         env = dict(os.environ)
         env.update({"RESUMABLE_GUARD_NAME": opts.name, "RESUMABLE_GUARD_PASS": str(number),

@@ -53,7 +53,7 @@ def _history_line(event: dict[str, object] | None) -> str:
         code = event.get("exit_code")
         note = f"  ({event['note']})" if event.get("note") else ""
         return (f"{event.get('pass', '?')!s:<5} {started!s:<21} {finished!s:<21} "
-                f"{event.get('status', '')!s:<8} {'-' if code is None else code!s:<5} {event.get('log', '')}{note}")
+                f"{event.get('status', '')!s:<8} {'-' if code is None else code!s:<5} {event.get('log') or ''}{note}")
     if kind == "start":
         return (f"{event.get('pass', '?')!s:<5} {event.get('started_at', '')!s:<21} {'-':<21} {'started':<8} "
                 f"{'':<5} {event.get('log', '')}")

@@ -164,8 +164,10 @@ def lone_surrogate(data: object) -> str | None:
         return None
     except UnicodeEncodeError:
         pass
-    except (TypeError, ValueError, OverflowError):
-        return None  # not JSON-shaped (a YAML date, an int key): msgspec.convert judges the types
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        # Not JSON-shaped (a YAML date, an int key) or absurdly deep: msgspec.convert judges the
+        # types, and no field of a checkpoint nests (a deep value is refused there).
+        return None
     stack: list[tuple[object, str]] = [(data, "")]
     while stack:
         value, where = stack.pop()

@@ -186,8 +186,13 @@ class CheckedRunHandle(FileRunHandle):
     def load(self) -> dict[str, Any] | None:
         doc = super().load()
         if doc is not None:
-            refuse_unreadable(doc, self.run_id)
+            refuse_unreadable(doc, self.run_id, where_held(self.files))
         return doc
+
+
+def where_held(files: RunFiles) -> str:
+    """The files a run's document comes from, for a message about the document."""
+    return ", ".join(p for p in (files.snapshot, files.journal) if os.path.lexists(p)) or files.snapshot
 
 
 def run_files(directory: str) -> list[str]:
@@ -216,11 +221,12 @@ def read_entry(path: str) -> RunEntry:
     from resumable.store.values import RunEntry
 
     name = os.path.basename(path)
+    files = files_for(path)
     try:
-        doc = load(files_for(path)).doc
+        doc = load(files).doc
         if doc is None:
             raise StoreError(f"{path}: no such run")
-        refuse_unreadable(doc, name.removesuffix(".json"))
+        refuse_unreadable(doc, name.removesuffix(".json"), where_held(files))
     except ResumableError as exc:
         return RunEntry(name, path, None, str(exc), _mtime_stamp(path), newer=isinstance(exc, NewerFormatError))
     key = ""
