@@ -49,7 +49,7 @@ def write(base: str, checkpoint: Checkpoint, schema: Schema, *, assign_attempt: 
     # Checked before anything is created (a refused write changes nothing on disk); the attempt
     # number the loop below may change is an integer, which reads back whatever its value.
     as_given = yamlfmt.dump(to_dict(checkpoint))
-    _refuse_unless_it_reads_back(as_given, schema)
+    _refuse_unless_it_reads_back(as_given, checkpoint, schema)
     fds: list[int] = []
     try:
         base_fd = dirs.open_base(base, create=True)
@@ -94,14 +94,15 @@ def write(base: str, checkpoint: Checkpoint, schema: Schema, *, assign_attempt: 
             os.close(fd)
 
 
-def _refuse_unless_it_reads_back(data: bytes, schema: Schema) -> None:
-    """A write is acknowledged only for bytes that readers will take for the same checkpoint: parsed
-    as a reader parses them and written out again, they must come out the same. (A string YAML
-    cannot carry would otherwise be acknowledged, then skipped as corrupt by every reader.)"""
-    checkpoint, problem = parse_file(data, schema)
-    if checkpoint is None:
+def _refuse_unless_it_reads_back(data: bytes, checkpoint: Checkpoint, schema: Schema) -> None:
+    """A write is acknowledged only for bytes that readers will take for ``checkpoint``: parsed as
+    a reader parses them, they must come back equal to it (or, for a float NaN, which equals
+    nothing, written out again, as the same bytes). A string YAML cannot carry would otherwise be
+    acknowledged, then skipped as corrupt by every reader."""
+    read_back, problem = parse_file(data, schema)
+    if read_back is None:
         raise InvalidInputError(f"Invalid checkpoint: it would not read back ({problem}); nothing was written")
-    if yamlfmt.dump(to_dict(checkpoint)) != data:
+    if read_back != checkpoint and yamlfmt.dump(to_dict(read_back)) != data:
         raise InvalidInputError("Invalid checkpoint: it would read back different from what was given; "
                                 "nothing was written")
 
