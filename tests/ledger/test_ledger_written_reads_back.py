@@ -164,3 +164,11 @@ def test_absurd_nesting_is_refused_as_a_type_not_a_crash() -> None:
     for extra in ({"x": deep}, {"files_changed": deep}):
         result = ledger.validate(document(phase_payload={**document()["phase_payload"], **extra}))
         assert not result.is_valid and result.errors
+
+
+def test_a_nan_which_equals_nothing_still_reads_back(base: Path, tmp_path: Path) -> None:
+    phases = tmp_path / "phases.toml"
+    phases.write_text('format = 1\n[[phase]]\nname = "p"\n[phase.payload]\nratio = "float"\n')
+    ledger.write("T", "r", "p", {"ratio": float("nan")}, base_dir=base, phases=str(phases))
+    got = ledger.read("T", "r", "p", base_dir=base, phases=str(phases)).checkpoint
+    assert got is not None and got.phase_payload.ratio != got.phase_payload.ratio  # type: ignore[attr-defined]
