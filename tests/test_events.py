@@ -56,6 +56,9 @@ def refused(doc: dict[str, Any], event: dict[str, Any], exc: type[Exception] = R
         ({"id": "", "x": [{"a": 1, "b": 2}]}, "f-85edd0b43715"),
         ({"id": 7, "x": [{"a": 1, "b": 2}]}, "f-85edd0b43715"),
         ({"a": 1.0}, "f-9f89c740ceb4"),  # JSON.stringify prints 1.0 as 1
+        # JSON.stringify leaves C1 and DEL raw; the output's escaping of them must not change ids
+        # (node -e 'sha1(JSON.stringify({note:"x\u009by\u007f"}))').
+        ({"note": "x\x9by\x7f"}, "f-891fd0a0d31a"),
     ],
 )
 def test_item_id_golden(item: dict[str, Any], expected: str) -> None:

@@ -1,6 +1,11 @@
 """jsonio against the standard library's json: byte-identical output, identical decoding, the same
 strictness, on every path (the C accelerator, the pure-Python fallback, orjson for big documents).
 
+Output differs from the standard library's in one way, on purpose: DEL and the C1 controls are
+escaped (``\\u007f``, ``\\u009b``), never written raw. The reference below is the standard
+library's text with those characters escaped by a regular expression (an implementation independent
+of jsonio's byte-level one), and ``canonical`` is compared against the standard library unchanged.
+
 Values are compared through ``repr`` so that an int that came back as a float (1 vs 1.0), or keys
 in another order, count as differences."""
 
@@ -8,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from types import ModuleType
@@ -19,8 +25,23 @@ from hypothesis import strategies as st
 
 from resumable.core import jsonio
 
-STD_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-STD_PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False)
+_STD_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_STD_PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False)
+_CONTROLS = re.compile("[\x7f-\x9f]")
+
+
+class _Escaping:
+    """A standard encoder whose text has DEL and C1 escaped: what jsonio's output must equal."""
+
+    def __init__(self, encoder: json.JSONEncoder) -> None:
+        self.encoder = encoder
+
+    def encode(self, value: Any) -> str:
+        return _CONTROLS.sub(lambda m: f"\\u{ord(m[0]):04x}", self.encoder.encode(value))
+
+
+STD_COMPACT = _Escaping(_STD_COMPACT)
+STD_PRETTY = _Escaping(_STD_PRETTY)
 
 
 def _without_c_accelerator() -> ModuleType:
@@ -99,8 +120,9 @@ def test_an_object_of_strings_fails_as_the_encoder_does(mod: ModuleType) -> None
 def test_dumps_pretty_is_the_standard_indented_encoding(mod: ModuleType, value: Any) -> None:
     expected = STD_PRETTY.encode(value).encode("utf-8")
     assert mod.dumps_pretty(value) == expected
-    # Our own indenting encoder, whatever the C encoder can do on this Python.
-    assert mod._pretty_python(value).encode("utf-8") == expected
+    # Our own indenting encoder, whatever the C encoder can do on this Python (its text is escaped
+    # on the way out, by dumps_pretty).
+    assert mod._pretty_python(value) == _STD_PRETTY.encode(value)
 
 
 @given(
@@ -114,7 +136,41 @@ def test_non_string_keys_as_the_standard_library_prints_them(keys: list[Any]) ->
     for mod in MODULES:
         assert mod.dumps(value) == STD_COMPACT.encode(value).encode("utf-8")
         assert mod.dumps_pretty(value) == STD_PRETTY.encode(value).encode("utf-8")
-        assert mod._pretty_python(value) == STD_PRETTY.encode(value)
+        assert mod._pretty_python(value) == _STD_PRETTY.encode(value)
+
+
+@pytest.mark.parametrize("mod", MODULES, ids=IDS)
+@given(value=json_values)
+def test_canonical_is_the_standard_compact_encoding_unescaped(mod: ModuleType, value: Any) -> None:
+    """What item ids hash: JSON.stringify's bytes, C1 raw, as the seed hashes them."""
+    assert mod.canonical(value) == _STD_COMPACT.encode(value).encode("utf-8")
+
+
+CONTROL_TEXT = "a\x7fb\x80c\x9bd\x9fe\xa0f\u00c2g\x1bh\u0100"
+
+
+@pytest.mark.parametrize("mod", MODULES, ids=IDS)
+@pytest.mark.parametrize("big", [False, True], ids=["small", "big"])
+def test_output_never_holds_del_or_c1_controls(mod: ModuleType, big: bool) -> None:
+    value = {CONTROL_TEXT: [CONTROL_TEXT, {"k": CONTROL_TEXT}], "pad": "x" * (jsonio.BIG if big else 0)}
+    flat = {"t": "unit", "note": CONTROL_TEXT}  # the journal's all-strings shortcut
+    for data in (mod.dumps(value), mod.dumps_pretty(value, big=big), mod.dumps(flat), mod.dumps(CONTROL_TEXT)):
+        text = data.decode("utf-8")
+        assert not _CONTROLS.search(text) and "\x1b" not in text
+        assert "\\u007f" in text and "\\u0080" in text and "\\u009b" in text and "\\u009f" in text
+        assert "\xa0" in text and "\u00c2" in text and "\u0100" in text  # printable: left as they are
+    assert mod.loads(mod.dumps(value)) == value == json.loads(mod.dumps_pretty(value, big=big))
+    assert mod.canonical(flat) == _STD_COMPACT.encode(flat).encode("utf-8")  # raw, for hashing
+
+
+def test_escaped_output_reads_in_jq(tmp_path: Any) -> None:
+    import shutil
+
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed")
+    data = jsonio.dumps_pretty({"note": CONTROL_TEXT})
+    out = subprocess.run(["jq", "-j", ".note"], input=data, capture_output=True, check=True).stdout
+    assert out.decode("utf-8") == CONTROL_TEXT
 
 
 def test_pretty_layout() -> None:

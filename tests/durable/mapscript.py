@@ -2,8 +2,9 @@
 
     python mapscript.py RUNS_DIR RUN N JOBS EXECUTOR EXEC_LOG [finish]
 
-Every execution of the step appends "<pid> <item>" to EXEC_LOG before it returns (O_APPEND: a
-whole line or nothing), so a test can tell which process ran which item.
+EXECUTOR: thread, process, or an executor object made here: ProcessPoolExecutor (JOBS workers,
+spawn) or loky. Every execution of the step appends "<pid> <item> <time>" to EXEC_LOG before it
+returns (O_APPEND: a whole line or nothing), so a test can tell which process ran which item, when.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Any
 
-from items import compute  # type: ignore[import-not-found]  # the script's own directory
+from items import compute, log_execution  # type: ignore[import-not-found]  # the script's own directory
 
 import resumable
 
@@ -23,17 +25,26 @@ run = resumable.open_run(RUN_ID, runs_dir=RUNS, task="map over items")
 @run.step(key=lambda i: f"item-{i}")
 def work(i: int) -> dict[str, object]:
     time.sleep(float(os.environ.get("ITEM_SLEEP", "0.002")))
-    fd = os.open(EXEC_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, f"{os.getpid()} {i}\n".encode())
-    finally:
-        os.close(fd)
+    log_execution(EXEC_LOG, i)
     result: dict[str, object] = compute(i)
     return result
 
 
+def executor() -> Any:
+    if EXECUTOR == "ProcessPoolExecutor":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(int(JOBS), mp_context=multiprocessing.get_context("spawn"))
+    if EXECUTOR == "loky":
+        import loky  # type: ignore[import-untyped,unused-ignore]
+
+        return loky.get_reusable_executor(max_workers=int(JOBS))
+    return EXECUTOR
+
+
 if __name__ == "__main__":
-    results = run.map(work, range(int(N)), jobs=int(JOBS), executor=EXECUTOR, progress=False)
+    results = run.map(work, range(int(N)), jobs=int(JOBS), executor=executor(), progress=False)
     assert results == [compute(i) for i in range(int(N))], "a result differs from a fresh computation"
     if sys.argv[7:] == ["finish"]:
         print(run.finish())

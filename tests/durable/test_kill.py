@@ -57,7 +57,7 @@ def kill_and_resume(tmp_path: Path, kills: int, item_sleep: float, executor: str
     rank = {pid: k for k, pid in enumerate(order)}
     runs_of: dict[int, list[int]] = {}
     for line in log.read_text().splitlines():
-        pid, item = map(int, line.split())
+        pid, item = map(int, line.split()[:2])
         runs_of.setdefault(item, []).append(pid)
     worker_rank = dict(rank)
     if executor == "process":
@@ -81,3 +81,43 @@ def test_kill_map_quick(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_kill_map_50_times(tmp_path: Path) -> None:
     kill_and_resume(tmp_path, kills=50, item_sleep=0.03, window=(0.15, 0.7))
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def test_killing_only_the_parent_of_a_process_map_ends_its_workers(tmp_path: Path) -> None:
+    runs, log = tmp_path / "runs", tmp_path / "exec.log"
+    n, jobs = 40, 4
+    args = [str(HERE / "mapscript.py"), str(runs), "orphans", str(n), str(jobs), "process", str(log)]
+    env = {"ITEM_SLEEP": "0.3"}
+    first = python(args, tmp_path, env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not log.exists() or len(log.read_text().splitlines()) < jobs):
+        time.sleep(0.01)
+    killed_at = time.time()
+    first.send_signal(signal.SIGKILL)  # the parent only: its workers are not signalled by us
+    first.wait(30)  # not communicate(): workers that outlive it would hold its output open
+    for pipe in (first.stdout, first.stderr):
+        assert pipe is not None
+        pipe.close()
+    lines = [line.split() for line in log.read_text().splitlines()]
+    workers = {int(pid) for pid, _, _ in lines}
+    assert first.pid not in workers and len(workers) == jobs
+    time.sleep(1.0)  # over three items' time: a worker still alive would have run more
+    late = [line for line in log.read_text().splitlines()[len(lines):] if int(line.split()[0]) in workers]
+    assert not late, f"workers of the killed process went on: {late[:3]}"
+    assert not [pid for pid in workers if alive(pid)]
+    final = python([*args, "finish"], tmp_path, env)
+    out, err = final.communicate(timeout=120)
+    assert final.returncode == 0, err
+    assert out.strip() == "done"
+    executed = [int(item) for _, item, _ in (line.split() for line in log.read_text().splitlines())]
+    assert sorted(set(executed)) == list(range(n))
+    assert len(executed) <= n + jobs  # at most the items running at the kill ran twice
+    assert all(float(t) <= killed_at + 0.1 for pid, _, t in lines if int(pid) in workers)

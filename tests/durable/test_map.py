@@ -111,15 +111,22 @@ def test_bad_map_options(runs: Path, options: dict[str, Any]) -> None:
         run.map(lambda x: x, [1], **options)
 
 
-def test_process_executor_needs_an_importable_step(runs: Path) -> None:
+def test_a_step_no_worker_can_import_travels_by_value_or_is_refused(runs: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("cloudpickle", reason="cloudpickle (the dask extra brings it) sends steps by value")
     run = open_run(runs)
 
     @run.step
     def local(x: int) -> int:
-        return x
+        return x * 3
 
-    with pytest.raises(InvalidInputError, match="executor='thread'"):
-        run.map(local, [1], executor="process")
+    assert run.map(local, [1, 2], executor="process", jobs=1) == [3, 6]  # nested: sent by value
+    from resumable.durable import shipping
+
+    monkeypatch.setattr(shipping, "_cloudpickle", lambda: None)
+    with pytest.raises(InvalidInputError, match=r"inside a function.*pip install cloudpickle"):
+        run.map(local, [3], executor="process")
+    assert len(step_units(read_doc(runs, "m"))) == 2
 
 
 def test_process_executor(tmp_path: Path) -> None:
@@ -228,3 +235,88 @@ def test_an_item_calling_a_later_item_of_its_map_runs_it_and_does_not_wait_for_i
         expected.append(expected[-1] + expected[-2])
     assert run.map(fib, reversed(range(25)), jobs=jobs, progress=False) == expected[::-1]
     assert sorted(calls) == list(range(25))  # each once
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_an_executor_gets_at_most_jobs_items_in_flight_and_every_item_is_answered(runs: Path, jobs: int) -> None:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    run = open_run(runs)
+    lock = threading.Lock()
+    flying = [0, 0]  # submitted and not ended now, the most at once
+
+    class Watching(ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+            with lock:
+                flying[0] += 1
+                flying[1] = max(flying)
+            future = super().submit(fn, *args, **kwargs)
+            future.add_done_callback(lambda _: self.ended())
+            return future
+
+        def ended(self) -> None:
+            with lock:
+                flying[0] -= 1
+
+    @run.step
+    def item(x: int) -> int:
+        return x * 2
+
+    with Watching(8) as executor:  # in this process: the step needs no pickling
+        assert run.map(item, range(60), executor=executor, jobs=jobs) == [x * 2 for x in range(60)]
+    assert 1 <= flying[1] <= jobs
+    assert len(step_units(read_doc(runs, "m"))) == 60
+
+
+def test_nothing_imports_dask_unless_a_dask_executor_is_passed(tmp_path: Path) -> None:
+    script = tmp_path / "nodask.py"
+    script.write_text(
+        "import sys\nfrom concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor\nimport resumable\n"
+        f"run = resumable.open_run('n', runs_dir={str(tmp_path / 'runs')!r}, task='t')\n"
+        "@run.step\ndef f(x):\n    return x + 1\n"
+        "if __name__ == '__main__':\n"
+        "    assert run.map(f, range(4)) == [1, 2, 3, 4]\n"
+        "    assert run.map(f, range(4, 8), executor='process', jobs=1) == [5, 6, 7, 8]\n"
+        "    with ProcessPoolExecutor(1) as pool, ThreadPoolExecutor(2) as threads:\n"
+        "        assert run.map(f, range(8, 10), executor=pool) == [9, 10]\n"
+        "        assert run.map(f, range(10, 12), executor=threads) == [11, 12]\n"
+        "    print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n")
+    proc = python([str(script)], tmp_path)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.strip() == "[]"
+
+
+def test_an_interrupted_executor_map_records_what_ended_and_leaves_nothing_claimed(runs: Path) -> None:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    run = open_run(runs)
+    calls: list[int] = []
+
+    class Interrupted(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+            if self.submitted == 6:
+                raise KeyboardInterrupt  # Ctrl-C while items are being submitted
+            self.submitted += 1
+            future = super().submit(fn, *args, **kwargs)
+            future.result()  # ended before the next is submitted: recorded by the map's stop
+            return future
+
+    @run.step
+    def item(x: int) -> int:
+        calls.append(x)
+        return x
+
+    with Interrupted(2) as executor, pytest.raises(KeyboardInterrupt):
+        run.map(item, range(10), executor=executor, jobs=4)
+    recorded = {u for u, unit in step_units(read_doc(runs, "m")).items() if unit["status"] == "done"}
+    assert recorded == {f"item:{x}" for x in range(6)}  # every item that ended was recorded
+    done: list[int] = []
+    t = threading.Thread(target=lambda: done.append(item(7)), daemon=True)
+    t.start()
+    t.join(10)
+    assert done == [7]  # not left claimed by the map
+    assert run.map(item, range(10), progress=False) == list(range(10))
+    assert sorted(calls) == list(range(10))

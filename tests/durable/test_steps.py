@@ -97,6 +97,23 @@ def test_a_value_json_cannot_hold_is_refused_and_recorded_failed(runs: Path) -> 
     assert unit["attempts"][-1]["error"]["type"] == "resumable.errors.InvalidInputError"
 
 
+@pytest.mark.parametrize("result", [{1: "int", "1": "str"}, [{"x": {True: 1, "true": 2}}],
+                                    {"a": {2.5: "f", "2.5": "s"}}, {None: 0, "null": 1}])
+def test_a_result_whose_keys_collide_as_strings_is_refused(runs: Path, result: Any) -> None:
+    run = open_run(runs)
+
+    @run.step
+    def colliding() -> Any:
+        return result
+
+    with pytest.raises(InvalidInputError, match=r"keys .* which JSON writes alike"):
+        colliding()
+    (unit,) = step_units(read_doc(runs, "r")).values()
+    assert unit["status"] == "failed" and "result" not in unit
+    with pytest.raises(InvalidInputError):  # not taken for a recorded result: it runs again
+        colliding()
+
+
 @pytest.mark.parametrize("value", [{1, 2}, b"x", float("nan"), {1: "a"}, object()])
 def test_arguments_without_a_stable_json_form_are_refused(runs: Path, value: Any) -> None:
     run = open_run(runs)
@@ -455,13 +472,8 @@ def test_long_calls_are_recorded_running(runs: Path) -> None:
     @run.step
     def slow(x: int) -> int:
         time.sleep(0.4)
-        seen.append(read_doc(runs, "r")["units"][f"slow:{run_key(x)}"]["status"])
+        seen.append(read_doc(runs, "r")["units"][f"slow:{x}"]["status"])
         return x
-
-    def run_key(x: int) -> str:
-        from resumable.durable.keys import arguments_key
-
-        return arguments_key({"x": x}, "slow")
 
     assert slow(1) == 1
     assert seen == ["in_progress"]

@@ -36,7 +36,7 @@ def state_of(state_dir: Path, name: str) -> dict[str, str]:
     path = state_dir / f"{name}-state.yaml"
     values = {}
     for key in ("schema_version", "pass_count", "last_status", "last_run_at", "consecutive_failures", "dry_run",
-                "last_exit_code", "breaker_tripped_at"):
+                "last_exit_code", "breaker_tripped_at", "pass_started_at"):
         out = subprocess.run(["bash", "-c", f"grep '^{key}:' \"$1\" | awk '{{print $2}}'", "_", str(path)],
                              capture_output=True, text=True, check=True).stdout
         values[key] = out.strip()

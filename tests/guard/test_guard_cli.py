@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -29,7 +30,9 @@ def test_a_pass_records_state_log_and_exits_with_the_commands_code(state_dir: Pa
     logs = list((state_dir / "job-logs").iterdir())
     assert len(logs) == 1 and logs[0].name.startswith("pass-1-") and logs[0].read_text() == "out\nerr\n"
     history = [json.loads(line) for line in (state_dir / "job-history.jsonl").read_text().splitlines()]
-    assert history[0]["event"] == "pass" and history[0]["exit_code"] == 3 and history[0]["status"] == "failure"
+    assert [e["event"] for e in history] == ["start", "pass"]  # counted before the command started
+    assert history[0]["pass"] == 1 and history[0]["log"] == str(logs[0])
+    assert history[1]["exit_code"] == 3 and history[1]["status"] == "failure"
     assert guard("job", "--state-dir", str(state_dir), "--", "true").returncode == 0
     assert state_of(state_dir, "job")["consecutive_failures"] == "0"
 
@@ -74,18 +77,73 @@ def test_the_skip_says_how_long_the_pass_has_run(state_dir: Path, tmp_path: Path
     holder.wait(timeout=20)  # type: ignore[attr-defined]
 
 
-def test_a_sigkilled_holder_never_blocks_the_next_pass(state_dir: Path, tmp_path: Path, reaper: list[int]) -> None:
+def test_a_sigkilled_guard_leaves_the_lock_to_its_command_and_its_pass_counted(
+        state_dir: Path, tmp_path: Path, reaper: list[int]) -> None:
+    """The command a SIGKILLed guard orphaned kept running while the next pass started, and the
+    killed pass was never counted (so --max-passes could be overrun). Now the command holds a copy
+    of the lock: the next invocation SKIPs until it has exited; and the pass was counted before the
+    command started, then recorded as a failure once the lock is free again."""
     pid_file = tmp_path / "cmd.pid"
-    holder = spawn("job", "--state-dir", str(state_dir), "--", "sh", "-c", f"echo $$ > {pid_file}; exec sleep 60")
+    holder = spawn("job", "--state-dir", str(state_dir), "--max-passes", "2", "--", "sh", "-c",
+                   f"echo $$ > {pid_file}; exec sleep 60")
     wait_for(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
-    reaper.append(int(pid_file.read_text()))  # the orphaned command's process group
+    command = int(pid_file.read_text())
+    reaper.append(command)  # the orphaned command's process group
+    got = state_of(state_dir, "job")
+    assert got["pass_count"] == "1" and got["pass_started_at"] != "none"  # counted before it started
     holder.kill()
     holder.wait(timeout=10)
-    began = time.monotonic()
+    assert alive(command)
     marker = tmp_path / "ran"
-    nxt = guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker))
+    skipped = guard("job", "--state-dir", str(state_dir), "--max-passes", "2", "--", "touch", str(marker))
+    assert skipped.returncode == 0 and not marker.exists()
+    assert _lines(skipped.stdout) == [f"SKIP: previous invocation still running (its command, pid {command}, "
+                                      f"outlived its guard, pid {holder.pid}; for 0s)"]
+    status = guard("status", "job", "--state-dir", str(state_dir))
+    assert f"running:              yes (its command, pid {command}, outlived its guard" in status.stdout
+    assert "unfinished pass:      1, started at " in status.stdout and ", running" in status.stdout
+    assert guard("reset", "job", "--state-dir", str(state_dir)).returncode == 2  # refused: the pass runs
+    os.kill(command, signal.SIGKILL)
+    wait_for(lambda: not alive(command))
+    began = time.monotonic()
+    nxt = guard("job", "--state-dir", str(state_dir), "--max-passes", "2", "--", "touch", str(marker))
     assert nxt.returncode == 0 and marker.exists() and time.monotonic() - began < 10  # at once: no stale timeout
-    assert state_of(state_dir, "job")["pass_count"] == "1"  # the killed pass recorded nothing
+    assert _lines(nxt.stdout)[0].startswith("Pass 1 (started ") and "never recorded its outcome (its guard was " \
+        "killed): recorded as a failure" in _lines(nxt.stdout)[0]
+    got = state_of(state_dir, "job")
+    assert (got["pass_count"], got["last_status"], got["consecutive_failures"], got["pass_started_at"]) == \
+        ("2", "success", "0", "none")
+    events = [json.loads(line) for line in (state_dir / "job-history.jsonl").read_text().splitlines()]
+    assert [(e["event"], e.get("pass"), e.get("status")) for e in events] == [
+        ("start", 1, None), ("pass", 1, "failure"), ("start", 2, None), ("pass", 2, "success")]
+    assert events[1]["exit_code"] is None and "killed" in events[1]["note"] and events[1]["log"] == events[0]["log"]
+    history_rows = guard("status", "job", "--state-dir", str(state_dir), "--history").stdout.splitlines()[-2:]
+    assert history_rows[0].split()[:2] == ["1", events[0]["started_at"]] and "failure  -" in history_rows[0]
+    assert "(its guard was killed before it recorded the outcome)" in history_rows[0]
+    capped = guard("job", "--state-dir", str(state_dir), "--max-passes", "2", "--", "touch", str(tmp_path / "no"))
+    assert _lines(capped.stdout) == ["SKIP: max passes reached (2 >= 2)"] and not (tmp_path / "no").exists()
+
+
+def test_the_command_holds_the_lock_and_is_told_its_descriptor(state_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fd"
+    proc = guard("job", "--state-dir", str(state_dir), "--", "sh", "-c",
+                 f'echo "$RESUMABLE_GUARD_LOCK_FD" > {out}; ls -l /proc/$$/fd/$RESUMABLE_GUARD_LOCK_FD >> {out}')
+    assert proc.returncode == 0
+    fd, listing = out.read_text().splitlines()
+    assert fd.isdigit() and listing.endswith(str(state_dir / "job.lock"))
+
+
+def test_a_command_that_closes_the_descriptor_for_a_daemon_frees_the_lock(state_dir: Path, tmp_path: Path,
+                                                                        reaper: list[int]) -> None:
+    """A command that leaves something running on purpose closes the lock for it, as documented."""
+    pid_file = tmp_path / "daemon.pid"
+    script = (f'eval "exec $RESUMABLE_GUARD_LOCK_FD>&-"; setsid sh -c \'echo $$ > {pid_file}; exec sleep 60\' '
+              "</dev/null >/dev/null 2>&1 &")
+    assert guard("job", "--state-dir", str(state_dir), "--", "sh", "-c", script).returncode == 0
+    wait_for(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    reaper.append(int(pid_file.read_text()))
+    marker = tmp_path / "ran"
+    assert guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker)).returncode == 0 and marker.exists()
 
 
 def test_the_breaker_halts_and_records_it(state_dir: Path, tmp_path: Path) -> None:
@@ -99,12 +157,13 @@ def test_the_breaker_halts_and_records_it(state_dir: Path, tmp_path: Path) -> No
         "  Last status: failure",
         f"  Last run: {state_of(state_dir, 'job')['last_run_at']}",
         f"  Reset by deleting or editing: {state_dir / 'job-state.yaml'}",
-        "  Or run: resumable guard reset job"]
-    assert halted.stderr.startswith("resumable: job: halted by the circuit breaker") and halted.stderr.count("\n") == 1
+        f"  Or run: resumable guard reset job --state-dir {state_dir}"]
+    assert halted.stderr == ("resumable: job: halted by the circuit breaker after 3 consecutive failures (resumable "
+                             f"guard reset job --state-dir {state_dir})\n")
     got = state_of(state_dir, "job")
     assert got["breaker_tripped_at"] != "never" and got["pass_count"] == "3"  # recorded; not a pass
     events = [json.loads(line)["event"] for line in (state_dir / "job-history.jsonl").read_text().splitlines()]
-    assert events == ["pass", "pass", "pass", "halt"]
+    assert events == ["start", "pass"] * 3 + ["halt"]
     status = guard("status", "job", "--state-dir", str(state_dir), "--history")
     assert status.returncode == 0 and "breaker:              TRIPPED at" in status.stdout and "HALT" in status.stdout
     assert guard("reset", "job", "--state-dir", str(state_dir)).returncode == 0
@@ -167,12 +226,36 @@ def test_max_passes(state_dir: Path, tmp_path: Path) -> None:
     assert _lines(proc.stdout) == ["SKIP: max passes reached (2 >= 2)"]
 
 
-def test_dry_run_runs_and_writes_nothing(state_dir: Path, tmp_path: Path) -> None:
+def test_a_dry_run_is_recorded_as_one_and_changes_nothing_else(state_dir: Path, tmp_path: Path) -> None:
+    """It wrote nothing; the seed's state documents ``dry_run`` as "whether last pass used
+    --dry-run". Now it records ``dry_run: true`` (and a history event), and nothing else: no pass
+    counted, the failure count and the breaker as they were."""
     marker = tmp_path / "ran"
     proc = guard("job", "--state-dir", str(state_dir), "--dry-run", "--", "touch", str(marker))
     assert proc.returncode == 0 and not marker.exists()
     assert _lines(proc.stdout) == [f"DRY RUN: would start pass 1 (last: none at never): touch {marker}"]
-    assert sorted(p.name for p in state_dir.iterdir()) == ["job.lock"]
+    assert state_of(state_dir, "job") == {**state_of_fresh(), "dry_run": "true"}
+    for _ in range(3):
+        guard("job", "--state-dir", str(state_dir), "--", "false")
+    before = state_of(state_dir, "job")
+    assert before["dry_run"] == "false" and before["consecutive_failures"] == "3"
+    halted = guard("job", "--state-dir", str(state_dir), "--dry-run", "--", "touch", str(marker))
+    assert halted.returncode == 1 and "HALT: 3 consecutive failures" in halted.stdout and not marker.exists()
+    assert state_of(state_dir, "job") == {**before, "dry_run": "true"}  # breaker not even marked tripped
+    events = [json.loads(line) for line in (state_dir / "job-history.jsonl").read_text().splitlines()]
+    assert [(e["event"], e.get("would")) for e in events if e["event"] == "dry-run"] == [
+        ("dry-run", "start pass 1"), ("dry-run", "halt")]
+    status = guard("status", "job", "--state-dir", str(state_dir), "--history")
+    assert "last invocation:      a dry run" in status.stdout and "would halt" in status.stdout
+    assert guard("reset", "job", "--state-dir", str(state_dir)).returncode == 0
+    assert guard("job", "--state-dir", str(state_dir), "--", "true").returncode == 0
+    assert state_of(state_dir, "job")["dry_run"] == "false"
+
+
+def state_of_fresh() -> dict[str, str]:
+    return {"schema_version": '"1.0.0"', "pass_count": "0", "last_status": "none", "last_run_at": "never",
+            "consecutive_failures": "0", "dry_run": "false", "last_exit_code": "none", "breaker_tripped_at": "never",
+            "pass_started_at": "none"}
 
 
 def test_a_job_named_like_a_subcommand(state_dir: Path, tmp_path: Path) -> None:
@@ -255,3 +338,58 @@ def test_bad_names_are_refused(name: str, state_dir: Path) -> None:
     proc = guard("run", name, "--state-dir", str(state_dir), "--", "true")
     assert proc.returncode == 1 and "Invalid guard name" in proc.stderr and proc.stderr.count("\n") == 1
     assert not state_dir.exists()
+
+
+def test_the_halt_hint_pastes(tmp_path: Path) -> None:
+    """``Or run: resumable guard reset g2`` left out the --state-dir the guard ran with: pasted, it
+    failed with exit 3. The line repeats it, quoted for the shell."""
+    import subprocess
+
+    state_dir = tmp_path / "my state $HOME"  # a space and a dollar: quoting matters
+    args = ("g2", "--state-dir", str(state_dir), "--breaker", "1")
+    assert guard(*args, "--", "false").returncode == 1
+    halted = guard(*args, "--", "true")
+    assert halted.returncode == 1
+    line = next(x for x in _lines(halted.stdout) if x.startswith("  Or run: "))
+    hint = line.removeprefix("  Or run: ")
+    assert hint in halted.stderr
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           "HOME": str(tmp_path / "elsewhere")}  # another shell, another default state directory
+    pasted = subprocess.run(["bash", "-c", hint], capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
+    assert pasted.returncode == 0, pasted.stderr
+    assert "Reset g2: breaker (consecutive failures were 1)" in pasted.stdout
+    assert guard(*args, "--", "true").returncode == 0
+    state_file = (state_dir / "g2-state.yaml").read_text()
+    comment = next(x for x in state_file.splitlines() if x.startswith("# Reset the breaker with"))
+    assert subprocess.run(["bash", "-c", comment.split("`")[1]], env=env, capture_output=True,
+                          check=False).returncode == 0
+
+
+def test_reset_of_an_unknown_name_creates_nothing(state_dir: Path) -> None:
+    """It left a lock file behind, after which ``guard status`` of the name exited 0."""
+    state_dir.mkdir()
+    for args in (("reset", "nope"), ("reset", "nope", "--all")):
+        proc = guard(*args, "--state-dir", str(state_dir))
+        assert proc.returncode == 3 and proc.stderr == f"resumable: no guard state for nope in {state_dir}\n"
+    assert list(state_dir.iterdir()) == []
+    assert guard("status", "nope", "--state-dir", str(state_dir)).returncode == 3
+
+
+@pytest.mark.parametrize("text", ["", "hello: world\n", "\x00\x01garbage"])
+def test_a_state_file_with_no_key_of_a_state_is_refused(text: str, state_dir: Path, tmp_path: Path) -> None:
+    """It was silently reset to a fresh state by the next pass."""
+    state_dir.mkdir()
+    path = state_dir / "job-state.yaml"
+    path.write_text(text)
+    marker = tmp_path / "ran"
+    for args in (("job", "--state-dir", str(state_dir), "--", "touch", str(marker)),
+                 ("status", "job", "--state-dir", str(state_dir)),
+                 ("reset", "job", "--state-dir", str(state_dir))):
+        proc = guard(*args)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc
+        assert "holds none of a guard state's keys" in proc.stderr
+        assert f"resumable guard reset job --all --state-dir {state_dir}" in proc.stderr
+    assert not marker.exists() and path.read_text() == text
+    assert guard("reset", "job", "--all", "--state-dir", str(state_dir)).returncode == 0
+    assert state_of(state_dir, "job")["pass_count"] == "0"
+    assert guard("job", "--state-dir", str(state_dir), "--", "touch", str(marker)).returncode == 0 and marker.exists()

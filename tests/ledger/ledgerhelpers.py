@@ -141,6 +141,8 @@ class CliDriver(Driver):
         assert len(err.splitlines()) <= 1, err
         data: dict[str, Any] = json.loads(out)
         assert "success" in data
+        if code != 0 or data["success"] is False:  # every failure also says why on stderr, in one line
+            assert err.startswith("resumable: ") and err.count("\n") == 1, (args, err)
         return data
 
     def write(self, **kw: Any) -> dict[str, Any]:

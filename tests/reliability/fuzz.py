@@ -38,8 +38,11 @@ from .fuzz_inputs import REGRESSIONS, VICTIM, argv, build_template, corrupt, cor
 from .inproc import Called, call, clean_env
 
 READ_ONLY = ("get", "resume", "status", "log")
+CHECKPOINT_READ_ONLY = ("read", "validate", "list", "resume-point", "show")
 EXIT_CODES = (0, 1, 2, 3)
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u2028\u2029]")
+# What JSON output may never carry raw either: C0 (bar the layout's newline), DEL and C1.
+JSON_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 CALL_TIMEOUT = 30.0  # seconds; nothing here legitimately takes more than a fraction of that
 
 
@@ -147,18 +150,25 @@ def check_call(args: list[str], sandbox: Path, tally: Tally, *, real_process: bo
         problems.append("internal error")
     error_lines = [line for line in r.err.splitlines() if not line.startswith("resumable: warning: ")]
     verb = args[0] if args else ""
+    sub = args[1] if verb == "checkpoint" and len(args) > 1 else ""
     step_output = verb == "run" and r.code == 1 and r.out  # a step failed: its report, not an error
     if r.code != 0 and not step_output and verb not in ("--help", "-h") and (
             len(error_lines) != 1 or not error_lines[0].startswith("resumable: ")):
         problems.append(f"not one error line: {r.err!r}"[:400])
     if RAW_CONTROL.search(r.err):
         problems.append(f"raw control character on stderr: {r.err!r}"[:300])
+    html_out = verb == "report" and "-o" in args
     json_out = verb in ("get", "resume", "item", "resolve", "init") or "--json" in args or (
-        verb == "report" and "-o" in args)
-    if not json_out and RAW_CONTROL.search(r.out.decode("utf-8", "replace")):
+        verb == "checkpoint" and sub not in ("show", "", "-h", "--help"))
+    stdout = r.out.decode("utf-8", "replace")
+    if not json_out and not html_out and RAW_CONTROL.search(stdout):
         problems.append(f"raw control character on stdout: {r.out[:200]!r}")
+    if json_out and not html_out and JSON_CONTROL.search(stdout):
+        problems.append(f"raw control character in JSON on stdout: {r.out[:200]!r}")
+    problems.extend(_what_was_answered_holds(args, sub, r, work))
     refused = r.code != 0 and not step_output
-    if (refused or verb in READ_ONLY) and verb != "--help":
+    read_only = verb in READ_ONLY or (verb == "checkpoint" and sub in CHECKPOINT_READ_ONLY)
+    if (refused or read_only) and verb != "--help":
         changed = _allowed_difference(before, after)
         if changed:
             problems.append(f"exit {r.code} but changed on disk: {changed[:5]}")
@@ -172,6 +182,40 @@ def check_call(args: list[str], sandbox: Path, tally: Tally, *, real_process: bo
         (sandbox / "victim").write_bytes(VICTIM)
     if problems:
         tally.failures.append(f"resumable {label}: {'; '.join(problems)} [stderr: {r.err.strip()[:200]!r}]")
+
+
+def _what_was_answered_holds(args: list[str], sub: str, r: Called, work: Path) -> list[str]:
+    """What a success claims must be so: a checkpoint write acknowledged is a file every reader
+    takes for valid; a document ``get`` prints is one the writers would accept."""
+    import json
+
+    if r.code != 0:
+        return []
+    if args[:1] == ["checkpoint"] and sub == "write":
+        answer = json.loads(r.out)
+        if not answer.get("success"):
+            return []
+        from resumable import ledger
+        from resumable.ledger import yamlfmt
+
+        if "--base-dir" not in args:
+            return []
+        path = work / args[args.index("--base-dir") + 1] / answer["checkpoint_path"]
+        try:
+            ledger.parse_checkpoint(yamlfmt.load(path.read_bytes()))
+        except (ValueError, yamlfmt.YAMLError) as exc:  # CheckpointInvalid is a ValueError
+            return [f"acknowledged a checkpoint that reads back corrupt: {str(exc)[:100]}"]
+        return []
+    if args[:1] == ["get"] and "--summary" not in args and not any(a in args for a in ("-h", "--help")):
+        from resumable.core.model import shape_problem
+
+        try:
+            doc = json.loads(r.out)
+        except ValueError:
+            return ["get printed what is not JSON"]
+        problem = shape_problem(doc) if isinstance(doc, dict) else "not an object"
+        return [] if problem is None else [f"get exited 0 printing a malformed document: {problem}"]
+    return []
 
 
 def _reset_runs_mode(sandbox: Path) -> None:

@@ -77,6 +77,11 @@ def build_template(root: Path) -> None:
     (runs / "s.json").write_text('{"id": "s", "task": "seed", "status": "running", "units": {"u": {"status": '
                                  '"done"}}, "openItems": [], "resolvedItems": []}\n')
     (runs / "stray.json").write_text("not json at all")
+    from resumable import ledger
+
+    for phase, payload in (("implement", {"branch_name": "feat/x", "commit_sha": "a1b2c3d"}),
+                           ("local_review", {"iteration_count": 1, "last_clean_sha": "b2c3d4e"})):
+        ledger.write("T", "a1b2c3d4", phase, payload, artifact_paths=["job.toml"], base_dir=work / "ck")
 
 
 # --- corruption ------------------------------------------------------------------------------------
@@ -89,7 +94,14 @@ WRONG_DOCS = (b"null", b"[]", b'"text"', b"12", b'{"units": null}', b'{"units": 
               b'{"phases": "x", "currentPhase": 3, "validation": []}', b'{"units": {"a": {"attempts": "x"}}}',
               b'{"units": {"a": {"attempts": [{"n": "1", "duration": 1e308}]}}, "createdAt": 5}',
               b'{"id": "../../x", "task": null, "updatedAt": "9999-99-99"}', b'{"launch": {"argv": [1]}}',
+              b'{"schemaVersion": 2, "id": "r", "units": 5}', b'{"id": "r", "units": {}, "resolvedItems": 7}',
               b"\xef\xbb\xbf{}", b'{"a": 1e999}', b'["\\ud800"]', b"{" * 3000)
+
+
+# Names in the checkpoint ledger (work/ck): the ticket, its run (a1b2c3d4's UUID), its checkpoints.
+LEDGER_RUN = "T/4fa2159f-9c61-5f8b-9ae5-28692b46cbd7"
+LEDGER_TARGETS = (f"{LEDGER_RUN}/phase_1_implement_a2.yaml", f"{LEDGER_RUN}/phase_1_implement_a1.yaml",
+                  f"{LEDGER_RUN}/phase_3_create_pr_a1.yaml", LEDGER_RUN, "T/7c9e6679-7425-40de-944b-e07fc1f90ae7", "T")
 
 
 def _path(runs: Path, name: str) -> Path:
@@ -100,6 +112,10 @@ def corrupt(op: tuple[Any, ...], sandbox: Path) -> None:
     runs = sandbox / "work" / "runs"
     kind, name = op[0], op[1]
     p = _path(runs, name)
+    if kind == "ledger":  # a planted entry in the checkpoint ledger
+        kind, p = op[2], sandbox / "work" / "ck" / name
+        op = (kind, name, True)
+        p.parent.mkdir(parents=True, exist_ok=True)
     try:
         if kind == "flip" and p.is_file() and not p.is_symlink():
             data = bytearray(p.read_bytes())
@@ -136,6 +152,9 @@ def corrupt(op: tuple[Any, ...], sandbox: Path) -> None:
             p.write_bytes(op[2])
         elif kind == "chmod":
             os.chmod(runs, 0o755 | (0o020 if op[2] else 0o002))
+        elif kind == "garbage":
+            remove(p)
+            p.write_bytes(b"phase: [not yaml\n")
     except OSError:
         pass
 
@@ -163,6 +182,8 @@ def corruption() -> st.SearchStrategy[tuple[Any, ...]]:
         st.tuples(st.just("doc"), st.sampled_from(("r.json", "s.json", "x.json", "d.json")),
                   st.sampled_from(WRONG_DOCS)),
         st.tuples(st.just("chmod"), st.just("runs"), st.booleans()),
+        st.tuples(st.just("ledger"), st.sampled_from(LEDGER_TARGETS),
+                  st.sampled_from(("fifo", "dir", "link", "garbage", "remove"))),
     )
 
 
@@ -300,9 +321,46 @@ def run_argv() -> st.SearchStrategy[list[str]]:
     return st.one_of(job_file, steps, steps)
 
 
+# Checkpoint values a writer must refuse, or take and read back: lone surrogates, NUL, times past
+# the calendar once in UTC, nesting, wrong types.
+PAYLOADS = ('{"branch_name": "b", "commit_sha": "a1b2c3d"}', '{"branch_name": "a\\ud800b", "commit_sha": "a1b2c3d"}',
+            '{"branch_name": "\\u001b]0;t\\u0007\\u009b2J", "commit_sha": "a1b2c3d", "files_changed": ["\\u0000"]}',
+            '{"branch_name": "b", "commit_sha": "A1B2C3D"}', '{"branch_name": "", "commit_sha": "a1b2c3d"}',
+            '{"iteration_count": 2, "last_clean_sha": "b2c3d4e"}', '{"branch_name": 5}', "[]", "{", "null",
+            '{"label_applied_at": "9999-12-31T23:59:59-23:59"}', '{"branch_name": "' + "x" * 600 + '"}',
+            "[" * 300 + "]" * 300, '{"branch_name": "b", "commit_sha": "a1b2c3d", "extra": 1}')
+ARTIFACTS = ("[]", '["job.toml"]', '["a\\u0000b"]', '["/etc/passwd"]', '["../x"]', '["\\udfff"]', "{}", '[1]')
+STAMPS = ("2026-03-28T22:00:00Z", "9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+00:01", "2026-03-28T22:00:00",
+          "yesterday", "")
+COMMIT_MAPS = ("{}", '{"r": "a1b2c3d"}', '{"\\ud83d": "a1b2c3d"}', '{"r": "zz"}', "[]")
+
+
+def checkpoint_argv() -> st.SearchStrategy[list[str]]:
+    ticket = pick(("T", "T", "OMN-1", "a/b", "..", ".", "x" * 65, ""), ("T",))
+    run = pick(("a1b2c3d4", "4fa2159f-9c61-5f8b-9ae5-28692b46cbd7", "other", ""), ("a1b2c3d4",))
+    phase = pick(("implement", "local_review", "create_pr", "ready_for_merge", "deploy", ""),
+                 ("implement", "local_review"))
+    base = st.sampled_from(("ck", "ck", "./ck", "sub", "runs", "job.toml"))
+    common = [("--base-dir", base)]
+    head = [("--ticket-id", ticket), ("--run-id", run)]
+    verbs = {
+        "write": _opts([("--payload", st.sampled_from(PAYLOADS)), ("--artifact-paths", st.sampled_from(ARTIFACTS)),
+                        ("--timestamp", st.sampled_from(STAMPS)), ("--repo-commit-map", st.sampled_from(COMMIT_MAPS)),
+                        ("--attempt", st.sampled_from(("1", "2", "3", "0", "x", "9" * 30)))],
+                       ("--strict",), required=[*head, ("--phase", phase), *common]),
+        "read": _opts([], (), required=[*head, ("--phase", phase), *common]),
+        "validate": _opts([("--root", st.sampled_from((".", "sub", "nosuch", "job.toml")))], (),
+                          required=[*head, ("--phase", phase), *common]),
+        "list": _opts([("--run-id", run)], (), required=[("--ticket-id", ticket), *common]),
+        "resume-point": _opts([("--root", st.sampled_from((".", "sub", "nosuch")))], (), required=[*head, *common]),
+        "show": st.tuples(ticket, _opts([("--run-id", run)], (), required=common)).map(lambda t: [t[0], *t[1]]),
+    }
+    return st.one_of(*[strategy.map(lambda a, verb=verb: ["checkpoint", verb, *a]) for verb, strategy in verbs.items()])
+
+
 def argv() -> st.SearchStrategy[list[str]]:
     weird = st.lists(token(), min_size=1, max_size=4)  # unknown verbs, bare options, --help, ...
-    return st.one_of(seed_argv(), seed_argv(), reader_argv(), run_argv(), weird,
+    return st.one_of(seed_argv(), seed_argv(), reader_argv(), run_argv(), checkpoint_argv(), weird,
                      st.sampled_from([["--help"], ["unit", "--help"], ["--version"], []]))
 
 
@@ -327,4 +385,23 @@ REGRESSIONS: list[tuple[list[tuple[Any, ...]], list[list[str]]]] = [
     ([], [["status", "r"], ["status", "r", "--units", "failed"], ["log", "r"], ["run", "failing.toml"]]),
     ([], [["init", "x" * 300, "--task", "t"], ["get", "r", "--dir", "x" * 300], ["unit", "r", "u" * 300, "done"]]),
     ([], [["report", "r", "-o", "/dev/full"], ["report", "r", "-o", "nodir/x.html"], ["report", "r", "-o", "runs"]]),
+    # issue 20: a malformed document read as healthy; a unit depending on itself; checkpoints a
+    # reader could not read back; one planted entry blocking a whole ticket; C1 printed raw.
+    ([("doc", "r.json", b'{"schemaVersion": 2, "id": "r", "units": 5}'), ("remove", "r.journal.jsonl")],
+     [["get", "r"], ["resume", "r"], ["status", "r", "--json"]]),
+    ([], [["unit", "r", "a", "pending", "--deps", "a"], ["get", "r"], ["status", "r", "--json"]]),
+    ([], [["checkpoint", "write", "--base-dir", "ck", "--ticket-id", "T", "--run-id", "a1b2c3d4", "--phase",
+           "implement", "--payload", PAYLOADS[1], "--strict"],
+          ["checkpoint", "write", "--base-dir", "ck", "--ticket-id", "T", "--run-id", "a1b2c3d4", "--phase",
+           "implement", "--payload", PAYLOADS[0], "--timestamp", STAMPS[1], "--strict"],
+          ["checkpoint", "write", "--base-dir", "ck", "--ticket-id", "T", "--run-id", "a1b2c3d4", "--phase",
+           "implement", "--payload", PAYLOADS[0], "--artifact-paths", ARTIFACTS[2], "--strict"],
+          ["checkpoint", "validate", "--base-dir", "ck", "--ticket-id", "T", "--run-id", "a1b2c3d4", "--phase",
+           "implement", "--root", "."]]),
+    ([("ledger", LEDGER_TARGETS[0], "fifo"), ("ledger", LEDGER_TARGETS[4], "dir")],
+     [["checkpoint", "read", "--base-dir", "ck", "--ticket-id", "T", "--run-id", "a1b2c3d4", "--phase", "implement"],
+      ["checkpoint", "list", "--base-dir", "ck", "--ticket-id", "T"], ["checkpoint", "show", "T", "--base-dir", "ck"],
+      ["checkpoint", "resume-point", "--base-dir", "ck", "--ticket-id", "T", "--run-id", "a1b2c3d4"],
+      ["checkpoint", "write", "--base-dir", "ck", "--ticket-id", "T", "--run-id", "a1b2c3d4", "--phase",
+       "implement", "--payload", PAYLOADS[0], "--strict"]]),
 ]

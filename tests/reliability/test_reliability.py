@@ -66,3 +66,12 @@ def test_r10_resume_reaps_leftover_group(tmp_path: Path) -> None:
 
 def test_r10_runners_killed_mid_step_while_reaping_and_after_starting(tmp_path: Path) -> None:
     check(runner_goals.r10_kill_loop(tmp_path, rounds=4))
+
+
+# --- the guard's goal (real `resumable guard` processes) --------------------------------------
+
+from . import guard_goals  # noqa: E402
+
+
+def test_r12_guard_kills_never_overrun_max_passes_nor_overlap(tmp_path: Path) -> None:
+    check(guard_goals.r12_guard_kills(tmp_path, invocations=40, kill_rate=0.3, max_passes=25))

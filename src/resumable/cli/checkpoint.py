@@ -169,6 +169,8 @@ def read_command(ticket_id: str, run_id: str, phase: str, base_dir: str | None, 
         out["error"] = result.error
     out["warnings"] = list(result.warnings)
     _pretty(out)
+    if not result.success:
+        _stderr(result.error or "Checkpoint not found")  # not found, or found only corrupt: one line, as any failure
     raise SystemExit(0 if result.success else 1)
 
 
@@ -193,11 +195,19 @@ def validate_command(ticket_id: str, run_id: str, phase: str, root: str | None, 
                                      base_dir=_base(base_dir), phases=phases_file)
     except ResumableError as exc:
         raise SystemExit(_fail(f"Validate failed: {exc}", 1, is_valid=False)) from None
+    except Exception as exc:
+        # Every validate answer carries is_valid (the seed's lacked it on an exception); the defect
+        # itself still reaches the error table, as one line.
+        _compact({"is_valid": False, "success": False, "error": f"Validate failed: {type(exc).__name__}"})
+        raise
     out: dict[str, Any] = {"is_valid": result.is_valid, "success": result.success, "errors": list(result.errors),
                            "warnings": list(result.warnings), "correlation_id": result.correlation_id}
     if result.checkpoint is not None:
         out["checkpoint"] = to_dict(result.checkpoint)
     _pretty(out)
+    if not result.is_valid:
+        more = f" (and {len(result.errors) - 1} more)" if len(result.errors) > 1 else ""
+        _stderr(f"{result.errors[0]}{more}" if result.errors else "Checkpoint is not valid")
     raise SystemExit(0 if result.is_valid else 1)
 
 

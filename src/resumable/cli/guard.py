@@ -49,7 +49,8 @@ def guard_command(ctx: click.Context) -> None:
 @click.option("--breaker", type=click.IntRange(min=0), default=3, show_default=True,
               help="Refuse (HALT, exit 1) after this many consecutive failure/halt outcomes (0: off).")
 @click.option("--state-dir", metavar="DIR", help=_STATE_DIR_HELP)
-@click.option("--dry-run", is_flag=True, help="Check lock, cap and breaker; say what would run; run and write nothing.")
+@click.option("--dry-run", is_flag=True, help="Check lock, cap and breaker; say what would run; run nothing and record "
+                                                "only dry_run: true (no pass counted).")
 @click.option("--outcome-from-output", is_flag=True,
               help="On exit 0, take the outcome from the last whole word success|noop|failure|halt in the output "
                    "(none: unknown, which neither counts as a failure nor resets the count).")
@@ -70,7 +71,7 @@ def status_command(name: str, with_history: bool, state_dir: str | None) -> None
     """Show NAME's passes, last outcome, breaker and whether a pass is running (exit 3: unknown NAME)."""
     import sys
 
-    from resumable.guard.protocol import status_text
+    from resumable.guard.status import status_text
 
     sys.stdout.write(status_text(name, state_dir, with_history))
 

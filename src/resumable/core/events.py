@@ -84,9 +84,9 @@ def item_id(item: dict[str, Any]) -> str:
     body = {k: v for k, v in item.items() if k not in ("at", "id")}
     import hashlib  # here, not at the top: most CLI calls never hash
 
-    # Keys are pre-sorted by _js_normal; the encoder prints no spaces and raw UTF-8, as
-    # JSON.stringify does, and prints integers of any size (orjson stops at 64 bits).
-    canonical = jsonio.dumps(_js_normal(body))
+    # Keys are pre-sorted by _js_normal; the encoder prints no spaces and raw UTF-8, C1 controls
+    # included, as JSON.stringify does, and prints integers of any size (orjson stops at 64 bits).
+    canonical = jsonio.canonical(_js_normal(body))
     return "f-" + hashlib.sha1(canonical).hexdigest()[:12]
 
 
@@ -143,6 +143,9 @@ def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
     deps = ev.get("deps")
     if deps is not None:
         deps = [check_unit_id(d) for d in deps]
+        if uid in deps:
+            # It could never become eligible: it would wait for itself forever.
+            raise InvalidInputError(f"unit '{uid}' cannot depend on itself — drop it from --deps")
     attempt = ev.get("attempt")
     if attempt is not None and not (isinstance(attempt, dict) and isinstance(attempt.get("n"), int)):
         raise InvalidInputError("an attempt must be an object with an integer 'n'")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from resumable.errors import InvalidInputError, NewerFormatError
+from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -242,11 +242,28 @@ def refuse_newer(doc: Mapping[str, Any], run: str | None = None) -> None:
         f" understands ({SCHEMA_VERSION}); upgrade resumable")
 
 
+def refuse_unreadable(doc: Mapping[str, Any], run: str | None = None, where: str | None = None) -> None:
+    """What every reader of a stored document calls (the stores' reading handles): a newer
+    resumable's document raises NewerFormatError (``refuse_newer``), a malformed one (``units`` a
+    number, ``phases`` a string: ``shape_problem``) CorruptRunError, in one line. Shown as it is,
+    such a document reads as a healthy run with nothing to do (``get`` prints it, ``resume``
+    answers "nothing to do", both exit 0) while every write to it is refused. ``where`` names the
+    files that hold it, for the message."""
+    refuse_newer(doc, run)
+    problem = shape_problem(doc)
+    if problem is not None:
+        if run is None:
+            rid = doc.get("id")
+            run = rid if isinstance(rid, str) and rid else "?"
+        raise CorruptRunError(f"{where + ': ' if where else ''}run {run[:MAX_RUN_ID]} is malformed: {problem} — fix"
+                              " its document, or move it aside")
+
+
 def shape_problem(doc: Mapping[str, Any]) -> str | None:
-    """Why a document cannot be written to, or None. Reads are null-safe and show anything; a
-    write refuses a document whose containers have the wrong type rather than "repairing" it,
-    which would silently drop whatever the hand-edited field held. A null or malformed *unit*
-    is fine: the unit verb replaces it, as the seed did.
+    """Why a document cannot be read or written to, or None. A document whose containers have
+    the wrong type is refused rather than "repaired", which would silently drop whatever the
+    hand-edited field held. A null container, or a null or malformed *unit*, is fine: readers show
+    it, and the unit verb replaces it, as the seed did.
 
     A document a newer resumable wrote raises NewerFormatError (``refuse_newer``) instead, before
     any shape is looked at: its shapes are the newer format's, and the remedy is an upgrade, not

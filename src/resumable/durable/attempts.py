@@ -27,6 +27,11 @@ class StepFailed(Exception):
         super().__init__(f"step {unit} failed: {error_line(error)}")
 
 
+def as_failure(uid: str, exc: BaseException) -> StepFailed:
+    """What a failed item's place in ``run.map``'s results holds."""
+    return exc if isinstance(exc, StepFailed) else StepFailed(uid, error_record(exc), cause=exc)
+
+
 class Policy:
     """How a step retries: up to ``retries`` more attempts after an exception of ``retry_on``,
     waiting ``backoff * 2**(k-1)`` seconds before retry k."""

@@ -89,10 +89,16 @@ def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -
             raise InvalidInputError(
                 f"step {step} returned a value JSON cannot hold ({exc}): return plain data (dict,"
                 " list, str, int, float, bool, None), or use serializer='pickle'") from exc
+        stored = jsonio.loads(data)
+        # JSON object keys are strings: {1: "a", "1": "b"} is written with the key "1" twice, and read
+        # back with one of them. Such a text never survives a round trip at its length.
+        if len(jsonio.dumps(stored)) != len(data):
+            raise InvalidInputError(f"step {step} returned {colliding_keys(value)}: JSON object keys are strings,"
+                                    " so one value would be lost; return distinct keys, or use serializer='pickle'")
         if len(data) > INLINE_LIMIT:
-            return {"codec": "json", "ref": blobs.put_blob(data), "size": len(data)}, jsonio.loads(data), 1
+            return {"codec": "json", "ref": blobs.put_blob(data), "size": len(data)}, stored, 1
         # Two decodings: the document keeps one, the caller gets its own to change as it likes.
-        return {"codec": "json", "value": jsonio.loads(data)}, jsonio.loads(data), 1 + len(data) // 2
+        return {"codec": "json", "value": stored}, jsonio.loads(data), 1 + len(data) // 2
     try:
         raw = serializer.dumps(value)
     except Exception as exc:
@@ -105,6 +111,24 @@ def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -
     else:
         field = {"codec": serializer.name, "b64": base64.b64encode(raw).decode("ascii")}
     return field, serializer.loads(raw), 1
+
+
+def colliding_keys(value: Any) -> str:
+    """Where ``value`` holds a dict with two keys that JSON writes alike (said in an error)."""
+    todo: list[tuple[str, Any]] = [("a result", value)]
+    while todo:
+        path, item = todo.pop()
+        if isinstance(item, dict):
+            seen: dict[bytes, Any] = {}
+            for k, v in item.items():
+                text = jsonio.dumps({k: None})  # the key as the encoder writes it
+                if text in seen:
+                    return f"{path} with keys {seen[text]!r} and {k!r}, which JSON writes alike"
+                seen[text] = k
+                todo.append((f"{path}[{k!r}]", v))
+        elif isinstance(item, list | tuple):
+            todo += [(f"{path}[{i}]", v) for i, v in enumerate(item)]
+    return "a result with two keys that JSON writes alike"
 
 
 # Result records written by a newer resumable carry a higher "v" (this version writes none, meaning
@@ -125,6 +149,18 @@ def decodable(field: object, serializer: Serializer | None) -> bool:
     return codec == "json" or (serializer is not None and codec == serializer.name)
 
 
+def fresh_copy(value: Any) -> Any:
+    """A copy of a JSON value the document holds, for a caller to change as it likes. orjson's round
+    trip is the fastest copy there is (a tenth of the standard library's); what it does not write
+    (integers beyond 64 bits, lone surrogates) goes through the standard library's."""
+    import orjson
+
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:  # orjson.JSONEncodeError
+        return jsonio.loads(jsonio.dumps(value))
+
+
 def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, where: str) -> Any:
     """The value a recorded result holds (a fresh copy every time)."""
     codec = field.get("codec")
@@ -135,7 +171,7 @@ def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, w
         else:
             if "value" not in field:
                 raise CorruptRunError(f"{where}: its recorded result has neither value nor ref")
-            data = jsonio.dumps(field["value"])
+            return fresh_copy(field["value"])
         try:
             return jsonio.loads(data)
         except ValueError as exc:

@@ -1,6 +1,15 @@
-"""A step call's identity: ``<step name>:<key>``, the key being a stable hash of its arguments. Pure.
+"""A step call's identity: ``<step name>:<key>``. Pure.
 
-The default key is the first 20 hex digits (80 bits) of the SHA-256 of the canonical JSON of the
+**Readable keys.** A call whose only argument (its first parameter) is a short ``int`` or ``str``
+is keyed by that value as it reads: ``train(7)`` is ``train:7``, ``embed("doc-17")`` is
+``embed:doc-17``. Only values that cannot be mistaken for another call's key qualify: an ``int``, or
+a string of at most 64 printable characters without spaces, commas or colons that does not read as
+an integer (``"7"`` would be taken for ``7``) and does not look like a hashed key (20 lowercase hex
+digits). Every other call is hashed, as below. Runs recorded before readable keys existed hold the
+hashed id of such calls; a call finds its unit under either (``Step.unit_id``), so their results
+are still used.
+
+**Hashed keys.** The first 20 hex digits (80 bits) of the SHA-256 of the canonical JSON of the
 arguments, bound to the function's parameter names: ``f(1)`` and ``f(x=1)`` are the same call.
 Defaults that were not passed are not part of it, so adding a parameter with a default keeps the
 results recorded before. Canonical JSON sorts object keys, prints no spaces, escapes every non-ASCII
@@ -27,6 +36,8 @@ from resumable.core.model import MAX_UNIT_ID, check_unit_id
 from resumable.errors import InvalidInputError
 
 KEY_HEX = 20  # 80 bits: a collision among a billion calls of one step is about 1 in a million
+READABLE_MAX = 64  # characters of a readable key: longer values are hashed, so ids stay short
+_HEX = frozenset("0123456789abcdef")
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
@@ -103,7 +114,7 @@ class Binder:
     ``inspect.Signature.bind`` on the common path (it costs several microseconds per call, a large
     share of a cache hit's budget)."""
 
-    __slots__ = ("names", "required", "signature", "simple")
+    __slots__ = ("first", "names", "required", "signature", "simple")
 
     def __init__(self, fn: Any) -> None:
         try:
@@ -114,10 +125,13 @@ class Binder:
         plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD,)
         self.simple = self.signature is not None and all(p.kind in plain for p in params)
         self.names = tuple(p.name for p in params)
+        self.first = self.names[0] if self.names else None
         self.required = tuple(p.name for p in params if p.default is inspect.Parameter.empty)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The arguments by name; TypeError for a call the function itself would refuse."""
+        if not kwargs and len(args) == 1 and self.simple and len(self.required) <= 1 and self.names:
+            return {self.names[0]: args[0]}  # the commonest call, f(x), without the general loop
         if self.simple and len(args) <= len(self.names):
             bound = dict(zip(self.names, args, strict=False))
             for name, value in kwargs.items():
@@ -146,6 +160,23 @@ def arguments_key(bound: dict[str, Any], step: str) -> str:
                 f" key= (a function of its arguments returning a str, e.g. key=lambda {name}, ...: ...)")
     # Every value was checked above, and the names are str: the whole needs no second look.
     return digest(_encode(bound, f"step {step}: the arguments"))
+
+
+def readable_key(value: Any) -> str | None:
+    """The key of a call whose only argument is ``value``, as it reads, or None when it must be
+    hashed (see the module's doc)."""
+    kind = type(value)
+    if kind is int:
+        # Bounded before str(): an int past the interpreter's digit limit cannot be printed.
+        return str(value) if -(10 ** (READABLE_MAX - 1)) < value < 10**READABLE_MAX else None
+    if kind is not str or not value or len(value) > READABLE_MAX or not value.isprintable():
+        return None  # isprintable() is False for control characters, lone surrogates and most spaces
+    if " " in value or "," in value or ":" in value or value.lstrip("-").isdigit():
+        return None
+    if len(value) == KEY_HEX and _HEX.issuperset(value):
+        return None
+    text: str = value
+    return text
 
 
 def custom_key(value: Any, step: str) -> str:

@@ -40,7 +40,9 @@ def launch_descriptor() -> dict[str, Any] | None:
 
 def open_with_task(run: Any, task: str) -> None:
     """Create the run behind ``run`` (an ``api.Run``) when it is missing or aborted."""
-    doc = run.handle.load()
+    # Read through the engine's handle, which the steps use next: a big run is loaded once.
+    records = engine_of(run).records
+    doc = records.doc()
     status = doc.get("status") if isinstance(doc, dict) else None
     if doc is not None and status != "aborted":
         return
@@ -48,9 +50,10 @@ def open_with_task(run: Any, task: str) -> None:
         run.init(task, launch=launch_descriptor())
     except RefusedError:
         # Another process created it between our look and our write: it is live, use it.
-        again = run.handle.load()
+        again = records.doc()
         if again is None or again.get("status") == "aborted":
             raise
+    records.refresh()
 
 
 def engine_of(run: Any) -> Engine:

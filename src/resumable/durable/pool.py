@@ -1,11 +1,11 @@
 """``run.map(step, items, jobs=8)``: a step over many items, on a pool, each item recorded as it ends.
 
 Items already recorded are answered first, in the calling thread, without touching the pool. The rest
-run on ``jobs`` threads (``executor="thread"``, the default) or worker processes
-(``executor="process"``, started with ``spawn``: nothing of this process, its lease included, is
-inherited). Records are group-committed: the items that ended while the previous commit was being
-flushed go in the next ``handle.commit`` together, one fsync for all of them; with threads a worker
-hands its record over and takes its next item without waiting for the flush.
+run on ``jobs`` threads (``executor="thread"``, the default), on worker processes of our own
+(``executor="process"``) or on any ``concurrent.futures.Executor`` (``executors``: a Dask cluster,
+loky, a process pool). Records are group-committed: the items that ended while the previous commit
+was being flushed go in the next ``handle.commit`` together, one fsync for all of them; with threads
+a worker hands its record over and takes its next item without waiting for the flush.
 
 A failing item does not stop the others: its failure is recorded and its place in the returned list
 holds a ``StepFailed`` (``on_error="raise"`` raises the first one instead, once every item has
@@ -20,21 +20,17 @@ import os
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
-from resumable.durable import worker
-from resumable.durable.attempts import Outcome, StepFailed, failed_attempt
-from resumable.durable.codec import error_record
+from resumable.durable import shipping, worker
+from resumable.durable.attempts import StepFailed, as_failure
 from resumable.durable.engine import Call
+from resumable.durable.executors import Flight, default_limit
 from resumable.durable.progress import Bar, open_bar
-from resumable.durable.records import Ticket
+from resumable.durable.records import Ticket, gc_paused
 from resumable.durable.steps import Step
 from resumable.errors import InvalidInputError
-
-
-def as_failure(uid: str, exc: BaseException) -> StepFailed:
-    return exc if isinstance(exc, StepFailed) else StepFailed(uid, error_record(exc), cause=exc)
 
 
 class Mapping:
@@ -48,63 +44,69 @@ class Mapping:
         self.places: dict[str, list[int]] = {}  # unit id -> places of the items still to run
         self.args: dict[str, tuple[Any, ...]] = {}
 
-    def answer(self, i: int, value: Any, failed: bool = False) -> None:
-        self.results[i] = value
-        self.bar.advance(failed=int(failed))
-
     def settle(self, uid: str, value: Any, failed: bool) -> None:
         places = self.places.get(uid, [])
         for i in places:
             self.results[i] = value
         self.bar.advance(len(places), failed=len(places) if failed else 0)
 
-    def look_up(self) -> None:
-        """Answer every recorded item; group the rest by unit id (equal items run once)."""
-        for i, args in enumerate(self.items):
-            uid = self.step.unit_id(args, {})
-            if uid in self.places:
-                self.places[uid].append(i)
-                continue
-            try:
-                found, value = self.step.lookup(uid)
-            except StepFailed as exc:
-                self.answer(i, exc, failed=True)
-                continue
-            if found:
-                self.answer(i, value)
-            else:
-                self.places[uid] = [i]
-                self.args[uid] = args
+    def look_up(self, chunk: int = 2048) -> None:
+        """Answer every recorded item; group the rest by unit id (equal items run once). In chunks
+        under the records' lock: one lock, one look at the run and one tick of the bar per chunk."""
+        step, records, items = self.step, self.step.engine.records, self.items
+        for start in range(0, len(items), chunk):
+            answered = failed = 0
+            with records.lock:
+                units = records.units()
+                for i in range(start, min(start + chunk, len(items))):
+                    args = items[i]
+                    uid = step.unit_id(args, {}, units)
+                    if uid in self.places:
+                        self.places[uid].append(i)
+                        continue
+                    try:
+                        found, value = step.answer(uid, units.get(uid))
+                    except StepFailed as exc:
+                        found, value = True, exc
+                        failed += 1
+                    if found:
+                        self.results[i] = value
+                        answered += 1
+                    else:
+                        self.places[uid] = [i]
+                        self.args[uid] = args
+            self.bar.advance(answered, failed=failed)
 
 
-def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int | None, executor: str,
+def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int | None, executor: str | Executor,
             progress: bool | None, on_error: str) -> list[Any]:
     if step.is_async:
         raise InvalidInputError(f"run.map runs plain functions; step {step.name} is async: use"
                                 " asyncio.gather(*(step(x) for x in items))")
-    if executor not in ("thread", "process"):
-        raise InvalidInputError(f"executor={executor!r}: use 'thread' or 'process'")
+    executor = _executor(executor)
     if on_error not in ("return", "raise"):
         raise InvalidInputError(f"on_error={on_error!r}: use 'return' or 'raise'")
     if not iterables:
         raise InvalidInputError("run.map needs at least one iterable of items")
-    if jobs is None:
-        jobs = 8 if executor == "thread" else (os.cpu_count() or 1)
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InvalidInputError("jobs= takes an integer >= 1")
-    if executor == "process":
-        worker.check_importable(wrapper, step.name)
+    # Checked before anything is looked up or submitted: a step no worker could run is refused.
+    payload = shipping.ship(step, wrapper, executor) if executor != "thread" else None
     items = [tuple(t) for t in zip(*iterables, strict=False)]
     bar = open_bar(step.name, len(items), progress)
     mapping = Mapping(step, items, bar)
     try:
-        mapping.look_up()
+        with gc_paused():  # answering many recorded items makes objects by the million, no cycles
+            mapping.look_up()
         if mapping.places:
             step.engine.ensure_session()
             if executor == "thread":
-                _threads(mapping, jobs)
+                _threads(mapping, jobs or 8)
+            elif executor == "process":
+                _processes(mapping, payload, jobs or os.cpu_count() or 1)
             else:
-                _processes(mapping, wrapper, jobs)
+                assert not isinstance(executor, str) and payload is not None
+                Flight(mapping, executor, payload, jobs or default_limit(executor)).run()
     finally:
         bar.close()
     if on_error == "raise":
@@ -112,6 +114,18 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
             if isinstance(r, StepFailed):
                 raise r
     return mapping.results
+
+
+def _executor(executor: object) -> str | Executor:
+    if isinstance(executor, Executor):
+        return executor
+    if executor == "thread" or executor == "process":
+        return str(executor)
+    if type(executor).__module__.startswith("distributed.") and callable(getattr(executor, "get_executor", None)):
+        made: Executor = executor.get_executor()  # type: ignore[attr-defined]  # a dask Client
+        return made
+    raise InvalidInputError(f"executor={executor!r}: use 'thread', 'process' or a concurrent.futures.Executor"
+                            " (a dask Client's get_executor(), loky's, a ProcessPoolExecutor)")
 
 
 class Countdown:
@@ -249,47 +263,14 @@ def _threads(m: Mapping, jobs: int) -> None:
         raise tally.errors[0]
 
 
-def _processes(m: Mapping, wrapper: Any, jobs: int) -> None:
+def _processes(m: Mapping, payload: Any, jobs: int) -> None:
+    """``executor="process"``: a pool of our own, started with ``spawn`` (nothing of this process, its
+    lease included, is inherited), whose workers die with this process (``worker.die_with_parent``)."""
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
 
-    step, engine = m.step, m.step.engine
-    claimed: list[str] = []
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=worker.die_with_parent, initargs=(os.getpid(),))
     try:
-        for uid in list(m.places):
-            found, value = step.acquire(uid)  # waits if a thread of ours is running the same call
-            if found:
-                m.settle(uid, value, False)
-                del m.places[uid]
-            else:
-                claimed.append(uid)
-        calls = {uid: step.begin_call(uid) for uid in m.places}
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            pending = {pool.submit(worker.call, wrapper, m.args[uid], {}, calls[uid].n): uid for uid in m.places}
-            try:
-                while pending:
-                    done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-                    events: list[dict[str, Any]] = []
-                    settled: list[tuple[str, Any, BaseException | None]] = []
-                    for f in done:
-                        uid = pending.pop(f)
-                        try:
-                            out = f.result()
-                        except Exception as exc:  # the arguments or the result did not pickle
-                            if type(exc).__name__ == "BrokenProcessPool":
-                                raise
-                            out = Outcome()
-                            out.attempts.append(failed_attempt(calls[uid].n, exc, time.time(), time.monotonic()))
-                            out.exc = exc
-                        evs, value, error = step.settle(calls[uid], out, earlier=True)
-                        events += evs
-                        settled.append((uid, value, error))
-                    engine.records.commit(events)  # one fsync for the items that ended together
-                    for uid, value, error in settled:
-                        m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        Flight(m, pool, payload, 2 * jobs).run()
     finally:
-        for uid in claimed:
-            engine.release(uid)
+        pool.shutdown(wait=True, cancel_futures=True)

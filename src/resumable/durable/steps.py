@@ -23,20 +23,20 @@ import inspect
 from typing import Any
 
 from resumable.core import verbs
-from resumable.core.model import MAX_NESTING, check_unit_id
+from resumable.core.model import MAX_NESTING, MAX_UNIT_ID, check_unit_id
 from resumable.durable import codec
 from resumable.durable.attempts import Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
 from resumable.durable.engine import Call, Engine
-from resumable.durable.keys import Binder, arguments_key, check_step_name, custom_key, unit_id
+from resumable.durable.keys import Binder, arguments_key, check_step_name, custom_key, readable_key, unit_id
 from resumable.errors import InvalidInputError
 
 Event = dict[str, Any]
 Settled = tuple[list[Event], Any, BaseException | None]  # (records to commit, value, exception to raise)
 
 _STACK: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("resumable_steps", default=())
-# Set in a process pool's workers: a step called inside another step's body there is served from the
-# run when recorded, else run as a plain call (the worker holds no lease; the parent records the item).
-IN_WORKER = [False]
+# Set while a pool's worker runs an item: a step called inside the item's step is then served from
+# the run when recorded, else run as a plain call (a worker holds no lease; the caller records the item).
+IN_WORKER: contextvars.ContextVar[bool] = contextvars.ContextVar("resumable_in_worker", default=False)
 
 
 def default_name(fn: Any) -> str:
@@ -86,30 +86,57 @@ class Step:
         engine.steps[self.name] = origin
 
     # -- identity and lookups --
-    def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        if self.key is None:
-            return f"{self.name}:{arguments_key(self.binder.bind(args, kwargs), self.name)}"
-        return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
+    def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any], units: dict[str, Any] | None = None) -> str:
+        """The call's unit id. ``units``: the run's units, when the caller holds the records' lock."""
+        if self.key is not None:
+            return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
+        bound = self.binder.bind(args, kwargs)
+        uid = self.readable_id(bound)
+        if uid is None:
+            return f"{self.name}:{arguments_key(bound, self.name)}"
+        if units is not None and uid in units:
+            return uid
+        records = self.engine.records
+        with records.lock:
+            units = records.units()
+            if uid in units:
+                return uid
+            # A run recorded before readable keys holds this call under its hashed id: that unit
+            # stays the call's, whatever its state, so its result is used and it is never orphaned.
+            legacy = f"{self.name}:{arguments_key(bound, self.name)}"
+            return legacy if legacy in units else uid
+
+    def readable_id(self, bound: dict[str, Any]) -> str | None:
+        """``<name>:<value>`` for a call whose only argument, its first parameter, reads as a key."""
+        first = self.binder.first
+        if len(bound) != 1 or first not in bound:
+            return None
+        key = readable_key(bound[first])
+        if key is None or len(self.name) + 1 + len(key) > MAX_UNIT_ID:
+            return None
+        return f"{self.name}:{key}"
 
     def lookup(self, uid: str) -> tuple[bool, Any]:
         """(True, the recorded result) for a usable done unit; (False, None) when the step must run.
         Raises StepFailed for a recorded failure when the step does not retry failures."""
         records = self.engine.records
         with records.lock:
-            unit = records.units().get(uid)
-            if not isinstance(unit, dict):
-                return False, None
-            status = unit.get("status")
-            if status == "done":
-                field = unit.get("result")
-                if unit.get("version") != self.version or not codec.decodable(field, self.serializer):
-                    return False, None
-                assert isinstance(field, dict)
-                return True, codec.decode(field, self.serializer, records, f"unit {uid}")
-            if status == "failed" and not self.retry_failed:
-                error = recorded_error(unit)
-                raise StepFailed(uid, error)
+            return self.answer(uid, records.units().get(uid))
+
+    def answer(self, uid: str, unit: object) -> tuple[bool, Any]:
+        """``lookup`` of a unit already found (the records' lock held)."""
+        if not isinstance(unit, dict):
             return False, None
+        status = unit.get("status")
+        if status == "done":
+            field = unit.get("result")
+            if unit.get("version") != self.version or not codec.decodable(field, self.serializer):
+                return False, None
+            assert isinstance(field, dict)
+            return True, codec.decode(field, self.serializer, self.engine.records, f"unit {uid}")
+        if status == "failed" and not self.retry_failed:
+            raise StepFailed(uid, recorded_error(unit))
+        return False, None
 
     def acquire(self, uid: str) -> tuple[bool, Any]:
         """A hit, or (False, None) with this thread holding the unit's claim."""
@@ -252,7 +279,7 @@ class Step:
         if found:
             return value
         try:
-            if IN_WORKER[0]:
+            if IN_WORKER.get():
                 return self.fn(*args, **kwargs)
             events, value, exc = self.run(uid, args, kwargs)
             self.engine.records.commit(events)
@@ -270,7 +297,7 @@ class Step:
         if found:
             return value
         try:
-            if IN_WORKER[0]:
+            if IN_WORKER.get():
                 return await self.fn(*args, **kwargs)
             self.engine.ensure_session()
             call = self.begin_call(uid)

@@ -1,42 +1,62 @@
-"""What a pool's worker process runs for one item: the step's function with its retries, unrecorded.
+"""What a pool's worker runs for one item: the step's function with its retries, unrecorded.
 
-The worker sends back the attempts and the value; the parent process, which holds the run's lease,
-records them. The step travels by reference (its module and name), so it must be importable: a
-function at the top level of a module or of the script (a notebook's functions are not importable by
-a fresh process: use threads there, or move the function into a module).
+The worker sends back the attempts and the value; the calling process, which holds the run's lease,
+records them. The step arrives as ``shipping`` made it (by reference or by value), loaded once per
+worker process.
+
+**Workers of ``executor="process"`` die with the process that started them.** The caller's lease
+ends when it dies; a worker that went on would run items while the next process, holding the
+lease by then, runs the same ones. So each worker asks the kernel for SIGKILL when its parent dies
+(``PR_SET_PDEATHSIG``, Linux), and, where that is not available, checks before each item that its
+parent is still the process that started it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 from resumable.durable.attempts import Outcome, run_sync
-from resumable.durable.steps import IN_WORKER, step_of
-from resumable.errors import InvalidInputError
+from resumable.durable.shipping import Work, load
+from resumable.durable.steps import IN_WORKER
+
+_LOADED: dict[bytes, Work] = {}  # payloads this process has loaded (one per map, usually)
+_PARENT: list[int] = []  # the pid of the process that started this worker, when it must die with it
+_PR_SET_PDEATHSIG = 1
 
 
-def call(wrapper: Any, args: tuple[Any, ...], kwargs: dict[str, Any], first_n: int) -> Outcome:
-    IN_WORKER[0] = True
-    step = step_of(wrapper)
-    assert step is not None
-    out = run_sync(step.fn, args, kwargs, step.policy, first_n)
-    out.exc = None  # not every exception pickles; its record (type, message, traceback) does
+def run_item(payload: bytes | Work, args: tuple[Any, ...], kwargs: dict[str, Any], first_n: int) -> Outcome:
+    if _PARENT and os.getppid() != _PARENT[0]:
+        os._exit(1)  # orphaned: the next process runs this item
+    here = isinstance(payload, Work)
+    work = payload if isinstance(payload, Work) else _LOADED.get(payload)
+    if work is None:
+        assert isinstance(payload, bytes)
+        if len(_LOADED) > 8:
+            _LOADED.clear()
+        work = _LOADED[payload] = load(payload)
+    token = IN_WORKER.set(True)
+    try:
+        out = run_sync(work.fn, args, kwargs, work.policy, first_n)
+    finally:
+        IN_WORKER.reset(token)
+    if not here:
+        out.exc = None  # not every exception pickles; its record (type, message, traceback) does
     return out
 
 
-def check_importable(wrapper: Any, name: str) -> None:
-    """Refuse, before any item runs, a step a worker process could not import."""
-    module = getattr(wrapper, "__module__", None)
-    qualname = getattr(wrapper, "__qualname__", "")
-    main = sys.modules.get("__main__")
-    found: Any = sys.modules.get(module) if isinstance(module, str) else None
-    for part in qualname.split("."):
-        found = getattr(found, part, None)
-    local = "<locals>" in qualname or "<lambda>" in qualname
-    no_file = module == "__main__" and getattr(main, "__file__", None) is None
-    if found is not wrapper or local or no_file:
-        raise InvalidInputError(
-            f"executor='process' needs step {name} at the top level of a module or script file, where"
-            " a worker process can import it (not nested, not a lambda, not defined in a notebook):"
-            " move it there, or use executor='thread'")
+def die_with_parent(parent: int) -> None:
+    """A ``ProcessPoolExecutor`` initializer: this worker ends when ``parent`` does."""
+    _PARENT[:] = [parent]
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the check before each item still holds
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)

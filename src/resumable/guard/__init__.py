@@ -5,5 +5,5 @@ per-pass log, and a state file the seed's shell readers still understand.
 
 Modules: ``outcome`` (exit status / output word -> outcome, pure), ``state`` (the state file),
 ``lock`` (flock + lock info), ``history`` (the event log), ``passrun`` (running the command, signal
-forwarding), ``protocol`` (one invocation, status, reset), ``cli``.
+forwarding), ``protocol`` (one invocation, reset), ``status`` (``guard status``), ``cli``.
 """

@@ -8,6 +8,11 @@ for exactly as long as the holding process lives: it is never stale and never st
 is never unlinked, and only the holder writes or removes the info file, while holding the lock.
 If something else removes or replaces the lock file while we wait, the lock taken is on the new
 file (checked by inode), so two holders can never each lock a different file.
+
+The pass's command inherits a copy of the locked descriptor (``fd``): an flock belongs to the open
+file, not to a process, so the lock lasts as long as the guard or the command holds it. A guard
+SIGKILLed mid-pass leaves its command holding the lock, and the next invocation SKIPs until that
+command (and whatever it started that kept the descriptor) has exited.
 """
 
 from __future__ import annotations
@@ -26,6 +31,16 @@ from resumable.guard.state import refuse_or_translate, refused
 class LockInfo:
     pid: int | None
     started_at: str | None
+    command_pid: int | None = None  # the pass's command, which holds the lock too
+
+    def describe(self, now: dt.datetime) -> str:
+        """Who holds the lock, for a SKIP or a status line: the guard, or a command that outlived it."""
+        from resumable.procfs import start_time
+
+        pid = self.pid if self.pid is not None else "unknown"
+        if self.command_pid is not None and self.pid is not None and start_time(self.pid) is None:
+            return f"its command, pid {self.command_pid}, outlived its guard, pid {pid}; for {self.age(now)}"
+        return f"pid {pid}, for {self.age(now)}"
 
     def age(self, now: dt.datetime) -> str:
         if self.started_at is None:
@@ -50,6 +65,7 @@ class GuardLock:
         self.lock_path = lock_path
         self.info_path = info_path
         self._fd: int | None = None
+        self._started_at = ""
 
     def try_acquire(self, started_at: str) -> bool:
         """Take the lock without waiting; False when another invocation holds it."""
@@ -85,14 +101,27 @@ class GuardLock:
             raise refused(self.lock_path, mode)
         return fd
 
-    def _write_info(self, started_at: str) -> None:
+    def _write_info(self, started_at: str, command_pid: int | None = None) -> None:
         from resumable import fsio
 
+        self._started_at = started_at
+        command = "" if command_pid is None else f"command_pid={command_pid}\n"
         try:
-            fsio.atomic_write(self.info_path, f"pid={os.getpid()}\nstarted_at={started_at}\n".encode(),
+            fsio.atomic_write(self.info_path, f"pid={os.getpid()}\nstarted_at={started_at}\n{command}".encode(),
                               durable_rename=False)
         except OSError:
             pass  # the info only feeds a message; the lock itself is held
+
+    def note_command(self, pid: int) -> None:
+        """Say in the info file that ``pid``, the pass's command, holds the lock too."""
+        if self._fd is not None:
+            self._write_info(self._started_at, pid)
+
+    @property
+    def fd(self) -> int:
+        """The locked descriptor, for the pass's command to inherit (see the module docstring)."""
+        assert self._fd is not None, "the lock is not held"
+        return self._fd
 
     def holder(self) -> LockInfo:
         """Who holds the lock, as its info file says (unknown fields are None)."""
@@ -107,8 +136,8 @@ class GuardLock:
         finally:
             os.close(fd)
         fields = dict(line.partition("=")[::2] for line in text.splitlines())
-        pid = fields.get("pid", "")
-        return LockInfo(int(pid) if pid.isascii() and pid.isdigit() else None, fields.get("started_at") or None)
+        return LockInfo(_number(fields.get("pid")), fields.get("started_at") or None,
+                        _number(fields.get("command_pid")))
 
     def held_elsewhere(self) -> bool:
         """Whether some process holds the lock now (a probe: takes a shared lock and drops it)."""
@@ -142,3 +171,7 @@ class GuardLock:
             pass
         os.close(self._fd)  # releases the flock; the lock file stays, so no one can lock a stale copy
         self._fd = None
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None

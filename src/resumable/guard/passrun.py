@@ -4,7 +4,8 @@ The command runs in its own session (its own process group), with stdin from /de
 stdout+stderr into the pass's log file (opened O_EXCL | O_NOFOLLOW: a planted file or link is never
 written through). SIGTERM, SIGINT and SIGHUP sent to the guard are passed on to the command's whole
 process group, so a service manager stopping the guard stops the pass, grandchildren included;
-the guard then waits for the command and records its exit like any other.
+the guard then waits for the command and records its exit like any other. The descriptors in
+``inherit`` (the pass lock) stay open in the command; every other one is closed.
 
 Exit status as a shell reports it: the command's code, or 128 + N when signal N ended it.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import FrameType
 
 from resumable.errors import InvalidInputError
@@ -43,7 +44,9 @@ def open_log(stem: str) -> tuple[str, int]:
     raise refuse_or_translate(OSError(17, "log file exists"), f"{stem}.log")
 
 
-def run(argv: Sequence[str], log_fd: int, env: Mapping[str, str]) -> int:
+def run(argv: Sequence[str], log_fd: int, env: Mapping[str, str], *, inherit: Sequence[int] = (),
+        on_start: Callable[[int], None] | None = None) -> int:
+    """Run ``argv`` to its end; ``on_start`` is told its pid once it runs."""
     proc: subprocess.Popen[bytes] | None = None
     pending: list[int] = []
 
@@ -60,7 +63,7 @@ def run(argv: Sequence[str], log_fd: int, env: Mapping[str, str]) -> int:
     try:
         try:
             proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,
-                                    start_new_session=True, env=dict(env), close_fds=True)
+                                    start_new_session=True, env=dict(env), close_fds=True, pass_fds=tuple(inherit))
         except FileNotFoundError as exc:
             raise CommandNotStarted(f"cannot run {argv[0]!r}: command not found", 127) from exc
         except PermissionError as exc:
@@ -69,6 +72,8 @@ def run(argv: Sequence[str], log_fd: int, env: Mapping[str, str]) -> int:
             raise CommandNotStarted(f"cannot run {argv[0]!r}: {exc.strerror or exc}", 126) from exc
         for signum in pending:  # a signal that came while the command was being started
             forward(signum, None)
+        if on_start is not None:
+            on_start(proc.pid)
         code = proc.wait()
     finally:
         for sig, handler in previous.items():

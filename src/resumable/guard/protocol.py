@@ -5,11 +5,18 @@
 2. read the state; ``--max-passes N`` (0: no cap) reached: ``SKIP``, exit 0;
 3. circuit breaker: ``consecutive_failures >= --breaker`` (0: off): the seed's ``HALT`` lines, record
    that the breaker tripped (state ``breaker_tripped_at`` and the history), exit 1;
-4. run the command (its own session, output to the pass's log), decide the outcome, write the state
-   atomically, append the history, exit with the command's exit status.
+4. count the pass (state and history) before its command starts, so a guard killed mid-pass never
+   loses the pass and ``--max-passes`` is never overrun; run the command (its own session, output
+   to the pass's log, holding a copy of the lock), decide the outcome, write the state atomically,
+   append the history, exit with the command's exit status.
 
-``--dry-run`` goes through 1-3 and prints what it would run: it runs nothing and writes nothing
-(a generic guard cannot make an arbitrary command harmless; the seed's flag only asked its prompt to).
+A pass that was counted but never recorded its outcome (its guard was killed; the lock is ours, so
+its command is gone too) is recorded as a failure by the next invocation that holds the lock.
+
+``--dry-run`` goes through 1-3 and prints what it would run: it runs nothing (a generic guard cannot
+make an arbitrary command harmless; the seed's flag only asked its prompt to), and where a pass or
+a halt would be recorded it records only ``dry_run: true`` and a ``dry-run`` history event: the
+pass count, the failure count and the breaker stay as they were.
 """
 
 from __future__ import annotations
@@ -91,7 +98,7 @@ def utcnow() -> dt.datetime:
 
 def say(line: str) -> None:
     """The guard's own lines, time-stamped as the seed's log() did."""
-    sys.stdout.write(f"[{stamp(utcnow())}] {_escape(line)}\n")
+    sys.stdout.write(f"[{stamp(utcnow())}] {escape(line)}\n")
     sys.stdout.flush()
 
 
@@ -115,36 +122,63 @@ def run_guarded(opts: Options, out: Callable[[str], None] = say) -> int:
     started = utcnow()
     lock = GuardLock(paths.lock, paths.lock_info)
     if not lock.try_acquire(stamp(started)):
-        holder = lock.holder()
-        pid = holder.pid if holder.pid is not None else "unknown"
-        out(f"SKIP: previous invocation still running (pid {pid}, for {holder.age(utcnow())})")
+        out(f"SKIP: previous invocation still running ({lock.holder().describe(utcnow())})")
         return 0
     try:
-        current = state.read(paths.state, opts.name) or state.GuardState()
+        recorded = state.read(paths.state, opts.name)
         _refuse_planted(paths.history)
+        current = recorded or state.GuardState()
+        if current.unfinished:
+            current = _settle(paths, current, out, write=not opts.dry_run)
         if opts.max_passes > 0 and current.pass_count >= opts.max_passes:
             out(f"SKIP: max passes reached ({current.pass_count} >= {opts.max_passes})")
             return 0
         if opts.breaker > 0 and current.consecutive_failures >= opts.breaker:
-            return _halt(opts, paths, current, out)
-        number = current.pass_count + 1
-        if opts.dry_run:
+            code, would = _halt(opts, paths, current, out), "halt"
+        elif opts.dry_run:
             import shlex
 
+            number = current.pass_count + 1
             out(f"DRY RUN: would start pass {number} (last: {current.last_status} at {current.last_run_at}): "
                 f"{shlex.join(opts.command)}")
-            return 0
-        return _pass(opts, paths, current, number, out)
+            code, would = 0, f"start pass {number}"
+        else:
+            return _pass(opts, paths, current, lock, out)
+        if opts.dry_run:  # the state as it was read (a killed pass stays to be recorded), but dry_run
+            state.write(paths.state, state.after_dry_run(recorded or current), opts.name)
+            history.append(paths.history, {"event": "dry-run", "at": stamp(utcnow()), "would": would})
+        return code
     finally:
         lock.release()
 
 
+def _settle(paths: Paths, current: state.GuardState, out: Callable[[str], None], *, write: bool) -> state.GuardState:
+    """The pass ``current`` counted never recorded its outcome: its guard was killed (we hold the
+    lock, which its command held too, so the command is gone). Recorded as a failure, as a pass a
+    SIGTERM stops is: nothing vouches for it, and a job that keeps being killed must trip the
+    breaker. ``write`` False (a dry run): the state that would be recorded, not written."""
+    number, began = current.pass_count, current.pass_started_at
+    now = stamp(utcnow())
+    settled = state.after_pass(current, "failure", None, now)
+    if write:
+        state.write(paths.state, settled, paths.name)
+        logs = [e.get("log") for e in history.read(paths.history)
+                if e is not None and e.get("event") == "start" and e.get("pass") == number]
+        history.append(paths.history, {"event": "pass", "pass": number, "started_at": began, "finished_at": None,
+                                       "status": "failure", "exit_code": None, "log": logs[-1] if logs else None,
+                                       "note": "its guard was killed before it recorded the outcome"})
+    out(f"Pass {number} (started {began}) never recorded its outcome (its guard was killed): "
+        f"{'recorded' if write else 'it will be recorded'} as a failure")
+    return settled
+
+
 def _halt(opts: Options, paths: Paths, current: state.GuardState, out: Callable[[str], None]) -> int:
+    hint = state.reset_command(opts.name, paths.state_dir)
     out(f"HALT: {current.consecutive_failures} consecutive failures detected. Manual intervention required.")
     out(f"  Last status: {current.last_status}")
     out(f"  Last run: {current.last_run_at}")
     out(f"  Reset by deleting or editing: {paths.state}")
-    out(f"  Or run: resumable guard reset {opts.name}")
+    out(f"  Or run: {hint}")
     if not opts.dry_run:
         now = stamp(utcnow())
         state.write(paths.state, state.after_halt(current, now), opts.name)
@@ -152,33 +186,56 @@ def _halt(opts: Options, paths: Paths, current: state.GuardState, out: Callable[
                                        "consecutive_failures": current.consecutive_failures,
                                        "breaker": opts.breaker})
     _stderr(f"{opts.name}: halted by the circuit breaker after {current.consecutive_failures} consecutive "
-            f"failures (resumable guard reset {opts.name})")
+            f"failures ({hint})")
     return 1
 
 
-def _pass(opts: Options, paths: Paths, current: state.GuardState, number: int, out: Callable[[str], None]) -> int:
+def _begin(opts: Options, paths: Paths, current: state.GuardState, started: dt.datetime,
+           log_path: str) -> state.GuardState:
+    """Count the pass before its command starts (the state is the record: without it, no pass)."""
+    begun = state.after_start(current, stamp(started))
+    state.write(paths.state, begun, opts.name)
+    try:
+        history.append(paths.history, {"event": "start", "pass": begun.pass_count, "started_at": stamp(started),
+                                       "log": log_path})
+    except ResumableError as exc:  # the history is informational; the state already counts the pass
+        _stderr(f"{opts.name}: warning: the start of pass {begun.pass_count} is not in the history: {exc}")
+    return begun
+
+
+def _pass(opts: Options, paths: Paths, current: state.GuardState, lock: GuardLock, out: Callable[[str], None]) -> int:
+    number = current.pass_count + 1
     started = utcnow()
     _make_dir(paths.logs, ours=True)
     log_path, log_fd = passrun.open_log(os.path.join(paths.logs, f"pass-{number}-{started.strftime('%Y%m%dT%H%M%SZ')}"))
-    env = dict(os.environ)
-    env.update({"RESUMABLE_GUARD_NAME": opts.name, "RESUMABLE_GUARD_PASS": str(number),
-                "RESUMABLE_GUARD_LAST_STATUS": current.last_status,
-                "RESUMABLE_GUARD_LAST_RUN_AT": current.last_run_at,
-                "RESUMABLE_GUARD_CONSECUTIVE_FAILURES": str(current.consecutive_failures),
-                "RESUMABLE_GUARD_LOG": log_path})
-    out(f"Starting pass {number} (last: {current.last_status} at {current.last_run_at}); output: {log_path}")
     error: ResumableError | None = None
     try:
-        code = passrun.run(opts.command, log_fd, env)
-    except passrun.CommandNotStarted as exc:
-        code, error = exc.code, exc
+        try:
+            begun = _begin(opts, paths, current, started, log_path)
+        except ResumableError:
+            try:
+                os.unlink(log_path)  # no pass: no log of one
+            except OSError:
+                pass
+            raise
+        env = dict(os.environ)
+        env.update({"RESUMABLE_GUARD_NAME": opts.name, "RESUMABLE_GUARD_PASS": str(number),
+                    "RESUMABLE_GUARD_LAST_STATUS": current.last_status,
+                    "RESUMABLE_GUARD_LAST_RUN_AT": current.last_run_at,
+                    "RESUMABLE_GUARD_CONSECUTIVE_FAILURES": str(current.consecutive_failures),
+                    "RESUMABLE_GUARD_LOG": log_path, "RESUMABLE_GUARD_LOCK_FD": str(lock.fd)})
+        out(f"Starting pass {number} (last: {current.last_status} at {current.last_run_at}); output: {log_path}")
+        try:
+            code = passrun.run(opts.command, log_fd, env, inherit=(lock.fd,), on_start=lock.note_command)
+        except passrun.CommandNotStarted as exc:
+            code, error = exc.code, exc
     finally:
         os.close(log_fd)
     output = passrun.iter_chunks(log_path) if opts.outcome_from_output and error is None else None
     status = outcome.outcome(code, output)
     finished = stamp(utcnow())
     try:
-        state.write(paths.state, state.after_pass(current, status, code, finished), opts.name)
+        state.write(paths.state, state.after_pass(begun, status, code, finished), opts.name)
         history.append(paths.history, {"event": "pass", "pass": number, "started_at": stamp(started),
                                        "finished_at": finished, "status": status, "exit_code": code,
                                        "log": log_path})
@@ -216,74 +273,30 @@ def _make_dir(path: str, *, ours: bool = False) -> None:
         raise StoreError(f"{path} is not a directory")
 
 
-def status_text(name: str, state_dir: str | None, with_history: bool) -> str:
-    """``guard status``: the state, whether a pass is running, and with ``with_history`` every event."""
-    paths = paths_for(name, state_dir)
-    current = state.read(paths.state, name)
-    events = history.read(paths.history) if with_history else []
-    if current is None and not events and not os.path.exists(paths.lock):
-        raise NoRunError(f"no guard state for {name} in {paths.state_dir}")
-    current = current or state.GuardState()
-    lock = GuardLock(paths.lock, paths.lock_info)
-    running = "no"
-    if lock.held_elsewhere():
-        holder = lock.holder()
-        running = f"yes (pid {holder.pid if holder.pid is not None else 'unknown'}, for {holder.age(utcnow())})"
-    code = "-" if current.last_exit_code is None else str(current.last_exit_code)
-    breaker = "not tripped" if current.breaker_tripped_at == "never" else f"TRIPPED at {current.breaker_tripped_at}"
-    lines = [f"guard {name}  (state {paths.state})",
-             f"  running:              {running}",
-             f"  passes:               {current.pass_count}",
-             f"  last status:          {current.last_status} (exit {code}) at {current.last_run_at}",
-             f"  consecutive failures: {current.consecutive_failures}",
-             f"  breaker:              {breaker}"]
-    if with_history:
-        lines.append("")
-        lines.append("  PASS  STARTED               FINISHED              STATUS   EXIT  LOG")
-        for event in events:
-            lines.append("  " + _history_line(event))
-    return _escape("\n".join(lines)) + "\n"
-
-
-def _history_line(event: dict[str, object] | None) -> str:
-    if event is None:
-        return "(unreadable line)"
-    kind = event.get("event")
-    if kind == "pass":
-        started, finished = event.get("started_at", ""), event.get("finished_at", "")
-        return (f"{event.get('pass', '?')!s:<5} {started!s:<21} {finished!s:<21} "
-                f"{event.get('status', '')!s:<8} {event.get('exit_code', '')!s:<5} {event.get('log', '')}")
-    if kind == "halt":
-        return (f"{'-':<5} {event.get('at', '')!s:<21} {'':<21} {'HALT':<8} {'':<5} "
-                f"breaker {event.get('breaker', '?')}, {event.get('consecutive_failures', '?')} consecutive failures")
-    if kind == "reset":
-        return f"{'-':<5} {event.get('at', '')!s:<21} {'':<21} {'reset':<8} {'':<5} {event.get('what', '')}"
-    return f"(unknown event {kind!r})"
-
-
 def _stderr(message: str) -> None:
-    sys.stderr.write(f"resumable: {_escape(message)}\n")
+    sys.stderr.write(f"resumable: {escape(message)}\n")
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
+    """Control characters from data escaped, newlines kept (the guard's lines and status)."""
     return "".join(ch if ch == "\n" or (0x20 <= ord(ch) != 0x7F and not 0x80 <= ord(ch) < 0xA0)
                    else f"\\x{ord(ch):02x}" for ch in text)
 
 
 def reset(name: str, state_dir: str | None, everything: bool, out: Callable[[str], None] = say) -> int:
-    """``guard reset``: clear the breaker (``everything``: the whole state). Refused while a pass runs."""
+    """``guard reset``: clear the breaker (``everything``: the whole state). Refused while a pass
+    runs; creates nothing for a NAME that has no state."""
     paths = paths_for(name, state_dir)
-    if not os.path.isdir(paths.state_dir):
+    if not os.path.isdir(paths.state_dir) or not os.path.lexists(paths.state):
         raise NoRunError(f"no guard state for {name} in {paths.state_dir}")
     lock = GuardLock(paths.lock, paths.lock_info)
     if not lock.try_acquire(stamp(utcnow())):
-        holder = lock.holder()
-        raise RefusedError(f"{name} is running (pid {holder.pid if holder.pid is not None else 'unknown'}, for "
-                           f"{holder.age(utcnow())}); reset it when the pass has ended")
+        raise RefusedError(f"{name} is running ({lock.holder().describe(utcnow())}); reset it when the pass has "
+                           "ended")
     try:
-        current = state.read(paths.state, name)
-        if current is None and not everything:
-            raise NoRunError(f"no guard state for {name} in {paths.state_dir}")
+        current = _readable_for_reset(paths, everything)
+        if current is not None and current.unfinished:
+            current = _settle(paths, current, out, write=True)
         if everything:
             fresh = state.GuardState()
             what = "everything (pass count, status, breaker)"
@@ -299,3 +312,17 @@ def reset(name: str, state_dir: str | None, everything: bool, out: Callable[[str
         return 0
     finally:
         lock.release()
+
+
+def _readable_for_reset(paths: Paths, everything: bool) -> state.GuardState | None:
+    """The state to reset; with ``everything`` an unreadable one too (its message says to use
+    ``--all``), but never a planted link or FIFO (a StoreError)."""
+    try:
+        current = state.read(paths.state, paths.name)
+    except InvalidInputError:
+        if not everything:
+            raise
+        return None
+    if current is None:
+        raise NoRunError(f"no guard state for {paths.name} in {paths.state_dir}")
+    return current

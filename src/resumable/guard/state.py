@@ -9,9 +9,16 @@ format, so that its ``grep '^key:' FILE | awk '{print $2}'`` reader keeps workin
     dry_run: false
     last_exit_code: 0               # added: the command's exit status
     breaker_tripped_at: never       # added: when the breaker last refused a pass (the seed kept no trace)
+    pass_started_at: none           # added: when the pass counted in pass_count started, while it runs
+
+A pass is counted when it starts, before its command is launched (``after_start``), so a guard
+killed mid-pass never loses the pass and ``--max-passes`` is never overrun; ``pass_started_at``
+says the outcome is still to come. Found set by an invocation holding the lock (so the pass's
+command is gone), it is a pass whose guard was killed: recorded then as a failure.
 
 Parsing follows the seed's reader (first ``key:`` line, first word after it, quotes stripped;
-unknown keys ignored) but refuses values the seed would have fed to shell arithmetic. Writing is
+unknown keys ignored) but refuses values the seed would have fed to shell arithmetic, and a file
+holding none of the keys (read as a fresh state, it would silently reset the counts). Writing is
 atomic: temp file + fsync + rename + fsync of the directory (the seed used ``cat >``, which a crash
 or a full disk leaves empty or half-written).
 """
@@ -39,6 +46,23 @@ class GuardState:
     last_exit_code: int | None = None
     breaker_tripped_at: str = "never"
     schema_version: str = SCHEMA_VERSION
+    pass_started_at: str = "none"
+
+    @property
+    def unfinished(self) -> bool:
+        """Whether the last pass counted has not recorded its outcome."""
+        return self.pass_started_at != "none"
+
+
+KEYS = ("schema_version", "pass_count", "last_status", "last_run_at", "consecutive_failures", "dry_run",
+        "last_exit_code", "breaker_tripped_at", "pass_started_at")
+
+
+def reset_command(name: str, state_dir: str, *, everything: bool = False) -> str:
+    """The ``guard reset`` line to paste, with the state directory it needs to find NAME."""
+    import shlex
+
+    return f"resumable guard reset {name}{' --all' if everything else ''} --state-dir {shlex.quote(state_dir)}"
 
 
 def parse(text: str, path: str, name: str) -> GuardState:
@@ -48,7 +72,9 @@ def parse(text: str, path: str, name: str) -> GuardState:
         if sep and key and key == key.strip() and not key.startswith("#") and key not in values:
             words = rest.split()
             values[key] = words[0].strip("\"'") if words else ""
-    fix = f"fix {path} or run `resumable guard reset {name} --all`"
+    fix = f"fix {path} or run `{reset_command(name, os.path.dirname(path), everything=True)}`"
+    if not any(key in values for key in KEYS):
+        raise InvalidInputError(f"{path} holds none of a guard state's keys ({', '.join(KEYS[1:5])}, ...); {fix}")
 
     def whole(key: str, default: int) -> int:
         raw = values.get(key)
@@ -68,14 +94,15 @@ def parse(text: str, path: str, name: str) -> GuardState:
                       last_run_at=values.get("last_run_at") or "never",
                       consecutive_failures=whole("consecutive_failures", 0),
                       dry_run=values.get("dry_run") == "true", last_exit_code=exit_code,
-                      breaker_tripped_at=values.get("breaker_tripped_at") or "never", schema_version=version)
+                      breaker_tripped_at=values.get("breaker_tripped_at") or "never", schema_version=version,
+                      pass_started_at=values.get("pass_started_at") or "none")
 
 
-def render(state: GuardState, name: str) -> bytes:
+def render(state: GuardState, name: str, state_dir: str) -> bytes:
     code = "none" if state.last_exit_code is None else str(state.last_exit_code)
     return (
         f"# resumable guard state of {name}; written by `resumable guard`, atomically.\n"
-        f"# Reset the breaker with `resumable guard reset {name}` (or set consecutive_failures to 0).\n"
+        f"# Reset the breaker with `{reset_command(name, state_dir)}` (or set consecutive_failures to 0).\n"
         f'schema_version: "{SCHEMA_VERSION}"\n'
         f"pass_count: {state.pass_count}\n"
         f"last_status: {state.last_status}\n"
@@ -84,16 +111,30 @@ def render(state: GuardState, name: str) -> bytes:
         f"dry_run: {'true' if state.dry_run else 'false'}\n"
         f"last_exit_code: {code}\n"
         f"breaker_tripped_at: {state.breaker_tripped_at}\n"
+        f"pass_started_at: {state.pass_started_at}\n"
     ).encode()
 
 
-def after_pass(state: GuardState, status: str, exit_code: int, now: str) -> GuardState:
-    """A pass ran: the seed's counting, except that ``unknown`` leaves the failure count alone."""
+def after_start(state: GuardState, now: str) -> GuardState:
+    """A pass is about to launch its command: counted now (the seed's count goes up on every pass)."""
+    return replace(state, pass_count=state.pass_count + 1, pass_started_at=now, dry_run=False,
+                   schema_version=SCHEMA_VERSION)
+
+
+def after_pass(state: GuardState, status: str, exit_code: int | None, now: str) -> GuardState:
+    """The pass counted by ``after_start`` ended: the seed's counting, except that ``unknown``
+    leaves the failure count alone. ``exit_code`` None: unknown (its guard was killed)."""
     failed = counts_as_failure(status)
     failures = state.consecutive_failures + 1 if failed else (0 if failed is False else state.consecutive_failures)
-    return replace(state, pass_count=state.pass_count + 1, last_status=status, last_run_at=now,
-                   consecutive_failures=failures, dry_run=False, last_exit_code=exit_code,
-                   breaker_tripped_at="never", schema_version=SCHEMA_VERSION)
+    return replace(state, last_status=status, last_run_at=now, consecutive_failures=failures, dry_run=False,
+                   last_exit_code=exit_code, breaker_tripped_at="never", pass_started_at="none",
+                   schema_version=SCHEMA_VERSION)
+
+
+def after_dry_run(state: GuardState) -> GuardState:
+    """A dry run is recorded as the seed's ``dry_run`` says ("whether the last pass used
+    --dry-run"), and changes nothing else: no pass counted, no outcome, the breaker as it was."""
+    return replace(state, dry_run=True)
 
 
 def after_halt(state: GuardState, now: str) -> GuardState:
@@ -125,7 +166,7 @@ def write(path: str, state: GuardState, name: str) -> None:
     from resumable import fsio
 
     try:
-        fsio.atomic_write(path, render(state, name))
+        fsio.atomic_write(path, render(state, name, os.path.dirname(path)))
     except OSError as exc:
         raise refuse_or_translate(exc, path) from exc
 

@@ -258,6 +258,8 @@ def list_checkpoints(ticket_id: str, run_id: str | None = None, *, base_dir: Bas
     found: list[Checkpoint] = []
     warnings: list[str] = []
     for stored_run in runs:
+        if stored_run.problem is not None:
+            warnings.append(f"Skipping {ticket}/{stored_run.run_id}: {stored_run.problem}")
         for f in stored_run.files:
             if f.checkpoint is not None:
                 found.append(f.checkpoint)

@@ -31,6 +31,8 @@ def warnings_of(checkpoint: Checkpoint, now: dt.datetime) -> list[str]:
 
 def root_problems(checkpoint: Checkpoint, root: str) -> list[str]:
     """Each artifact path must exist under ``root`` and, links resolved, stay inside it."""
+    if "\x00" in root:
+        raise InvalidInputError(f"--root {root!r} holds a NUL character")
     real_root = os.path.realpath(root)
     if not os.path.isdir(real_root):
         raise InvalidInputError(f"--root {root} is not a directory")
@@ -55,6 +57,8 @@ class Repos(msgspec.Struct, frozen=True):
         default = None
         named: dict[str, str] = {}
         for spec in specs:
+            if "\x00" in spec:
+                raise InvalidInputError(f"--repo {spec!r} holds a NUL character")
             name, sep, path = spec.partition("=")
             if sep and name and "/" not in name and path:
                 named[name] = path

@@ -17,7 +17,8 @@ from resumable.errors import DiskFullError, StoreError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _NOFOLLOW_DIR = _DIR_FLAGS | os.O_NOFOLLOW | os.O_NONBLOCK
-FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# O_NOCTTY: a terminal device planted under a checkpoint's name must not become our controlling tty.
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 def translate(exc: OSError, what: str) -> StoreError:
@@ -43,9 +44,18 @@ def kind_of(mode: int) -> str:
     return "a regular file"
 
 
-def refused(path: str, mode: int, expected: str) -> StoreError:
-    return StoreError(f"refused: {path} is {kind_of(mode)}, not {expected}; resumable does not follow or read "
-                      "what it did not write (remove it)")
+class Planted(StoreError):
+    """Where resumable expects a directory or a checkpoint file, something else (a link, a FIFO...)."""
+
+    def __init__(self, path: str, mode: int, expected: str) -> None:
+        self.kind = kind_of(mode)
+        super().__init__(f"refused: {path} is {self.kind}, not {expected}; resumable does not follow or read "
+                         "what it did not write (remove it)")
+
+
+def planted_problem(kind: str, expected: str) -> str:
+    """What a reader that skips a planted entry says about it."""
+    return f"{kind}, not {expected}: not followed or read (remove it)"
 
 
 def open_base(base: str, *, create: bool) -> int | None:
@@ -80,7 +90,7 @@ def open_child(parent: int, name: str, path: str, *, create: bool) -> int | None
         return None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise refused(path, _lstat_mode(parent, name), "a directory") from exc
+            raise Planted(path, _lstat_mode(parent, name), "a directory") from exc
         raise translate(exc, f"cannot open {path}") from exc
     if created:
         try:
@@ -97,12 +107,12 @@ def open_regular(parent: int, name: str, path: str) -> int:
         fd = os.open(name, FILE_FLAGS, dir_fd=parent)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise refused(path, stat.S_IFLNK, "a checkpoint file") from exc
+            raise Planted(path, stat.S_IFLNK, "a checkpoint file") from exc
         raise translate(exc, f"cannot read {path}") from exc
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise refused(path, mode, "a checkpoint file")
+        raise Planted(path, mode, "a checkpoint file")
     return fd
 
 

@@ -71,14 +71,21 @@ class CheckpointInvalid(ValueError):
 
 
 class Schema(msgspec.Struct, frozen=True):
-    """The typed model of one ``PhaseSet``: a payload Struct per phase."""
+    """The typed model of one ``PhaseSet``: a payload Struct per phase, each made on first use
+    (a write needs one; making all of a large pipeline's would cost every write their number)."""
 
     phases: PhaseSet
-    payloads: dict[str, type[Payload]]
+    payloads: dict[str, type[Payload]] = msgspec.field(default_factory=dict)
 
     def ordinal(self, phase: str) -> int | None:
         spec = self.phases.get(phase)
         return None if spec is None else spec.ordinal
+
+    def payload_type(self, spec: PhaseSpec) -> type[Payload]:
+        made = self.payloads.get(spec.name)
+        if made is None:
+            made = self.payloads[spec.name] = _payload_type(spec)
+        return made
 
 
 _SCHEMAS: dict[int, Schema] = {}
@@ -87,7 +94,7 @@ _SCHEMAS: dict[int, Schema] = {}
 def schema_for(phases: PhaseSet) -> Schema:
     cached = _SCHEMAS.get(id(phases))
     if cached is None or cached.phases is not phases:
-        cached = Schema(phases, {p.name: _payload_type(p) for p in phases.phases})
+        cached = Schema(phases)
         _SCHEMAS[id(phases)] = cached
     return cached
 
@@ -113,6 +120,9 @@ def build(data: object, schema: Schema) -> tuple[Checkpoint | None, list[str]]:
     """(checkpoint, []) for a valid document, else (None, errors). Never raises for bad data."""
     if not isinstance(data, dict):
         return None, [f"expected mapping, got {type(data).__name__}"]
+    unencodable = lone_surrogate(data)
+    if unencodable:
+        return None, [unencodable]
     try:
         raw = msgspec.convert(data, _Raw)
     except msgspec.ValidationError as exc:
@@ -145,10 +155,44 @@ def parse(data: object, schema: Schema) -> Checkpoint:
     return checkpoint
 
 
+def lone_surrogate(data: object) -> str | None:
+    """Where ``data`` holds a string no UTF-8 file can hold (a lone surrogate, as JSON's
+    ``"\\ud800"`` decodes to), or None. Written, such a checkpoint would read back as corrupt; the
+    durable API refuses them too. One C call clears a document; only a bad one is walked."""
+    try:
+        msgspec.json.encode(data)
+        return None
+    except UnicodeEncodeError:
+        pass
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        # Not JSON-shaped (a YAML date, an int key) or absurdly deep: msgspec.convert judges the
+        # types, and no field of a checkpoint nests (a deep value is refused there).
+        return None
+    stack: list[tuple[object, str]] = [(data, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (f"{where or 'a string'} holds a lone surrogate \\u{ord(value[exc.start]):04x}: "
+                        "not valid Unicode, and no UTF-8 file can hold it")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                here = f"{where}.{key}" if where else str(key)
+                stack.append((item, here))
+                stack.append((key, f"a key of {where or 'the checkpoint'}"))
+        elif isinstance(value, list | tuple):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
+    return None
+
+
 def artifact_path_problems(paths: tuple[str, ...]) -> list[str]:
     problems = []
     for path in paths:
-        if path.startswith("/"):
+        if "\x00" in path:
+            problems.append(f"NUL character forbidden in artifact path: {path!r}")
+        elif path.startswith("/"):
             problems.append(f"Absolute artifact path forbidden: {path}")
         elif ".." in path.split("/"):
             problems.append(f"Path traversal segment '..' forbidden in artifact path: '{path}'")
@@ -159,7 +203,11 @@ def _utc(value: dt.datetime, name: str, errors: list[str]) -> dt.datetime | None
     if value.tzinfo is None or value.utcoffset() is None:
         errors.append(f"{name} must be timezone-aware (use datetime.now(UTC))")
         return None
-    return value if value.tzinfo is UTC else value.astimezone(UTC)
+    try:
+        return value if value.tzinfo is UTC else value.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-23:59 is past the last instant a datetime holds in UTC
+        errors.append(f"{name} {value.isoformat()} is out of range: in UTC it falls outside years 1-9999")
+        return None
 
 
 def _payload(raw: _Raw, schema: Schema, errors: list[str]) -> Payload | None:
@@ -172,7 +220,7 @@ def _payload(raw: _Raw, schema: Schema, errors: list[str]) -> Payload | None:
         errors.append(f"Phase mismatch: header says '{raw.phase}', payload says '{said}'")
         return None
     try:
-        payload = msgspec.convert(raw.phase_payload, schema.payloads[raw.phase])
+        payload = msgspec.convert(raw.phase_payload, schema.payload_type(spec))
     except msgspec.ValidationError as exc:
         errors.append(str(exc).replace("at `$", "at `$.phase_payload"))
         return None

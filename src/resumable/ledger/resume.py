@@ -62,11 +62,14 @@ def resume_point(ticket_id: str, run_id: str, *, root: str | os.PathLike[str] | 
     warnings: list[str] = []
     resume: str | None = None
     previous: store.StoredFile | None = None
+    by_phase: dict[tuple[str, int], list[store.StoredFile]] = {}
+    for f in files:
+        by_phase.setdefault((f.phase, f.ordinal), []).append(f)
     for spec in schema.phases.phases:
         if resume is not None:
             verdicts.append(PhaseTrust(spec.name, spec.ordinal, False, f"comes after the resume point ({resume})"))
             continue
-        mine = [f for f in files if f.phase == spec.name and f.ordinal == spec.ordinal]
+        mine = by_phase.get((spec.name, spec.ordinal), [])
         valid = max((f for f in mine if f.checkpoint is not None), key=lambda f: f.attempt, default=None)
         for f in mine:
             if f.checkpoint is None and (valid is None or f.attempt > valid.attempt):

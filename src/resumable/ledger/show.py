@@ -40,6 +40,9 @@ def render(ticket_id: str, base: str, runs: list[StoredRun], schema: Schema) -> 
         lines.append("(none)")
     for run in runs:
         lines.append("")
+        if run.problem is not None:
+            lines.append(f"run {escape(run.run_id)}  SKIPPED: {escape(run.problem)}")
+            continue
         lines.append(f"run {escape(run.run_id)}  first written {_when(run.first_write_ns)}")
         rows = [("PHASE", "ATTEMPT", "STATUS", "COMPLETED (UTC)", "DETAIL")]
         rows.extend(_rows(run, schema))

@@ -50,6 +50,7 @@ class StoredRun(msgspec.Struct, frozen=True):
     run_id: str
     first_write_ns: int
     files: tuple[StoredFile, ...]
+    problem: str | None = None  # set for a run directory's name holding something else (then no files)
 
 
 class Entry(msgspec.Struct, frozen=True):
@@ -57,11 +58,14 @@ class Entry(msgspec.Struct, frozen=True):
     ordinal: int
     phase: str
     attempt: int
+    planted: str | None = None  # what the entry is when it is not a regular file ("a FIFO", ...)
 
 
 def scan(run_fd: int, where: str, prefix: str = "phase_") -> tuple[list[Entry], list[str]]:
     """(checkpoint entries whose name starts with ``prefix``, temp-file names). An entry with a
-    checkpoint's name that is not a regular file is refused."""
+    checkpoint's name that is not a regular file (a planted directory, FIFO or link) is an entry
+    too, marked ``planted``: readers skip it as corrupt, and the writer steps over its attempt
+    number, so it blocks neither the other attempts nor the other runs of the ticket."""
     entries: list[Entry] = []
     temps: list[str] = []
     try:
@@ -75,10 +79,13 @@ def scan(run_fd: int, where: str, prefix: str = "phase_") -> tuple[list[Entry], 
                 parsed = layout.parse_file_name(name)
                 if parsed is None:
                     continue
+                planted = None
                 if not item.is_file(follow_symlinks=False):
-                    mode = item.stat(follow_symlinks=False).st_mode
-                    raise dirs.refused(f"{where}/{name}", mode, "a checkpoint file")
-                entries.append(Entry(name, *parsed))
+                    try:
+                        planted = dirs.kind_of(item.stat(follow_symlinks=False).st_mode)
+                    except OSError:
+                        continue  # gone since the listing
+                entries.append(Entry(name, *parsed, planted=planted))
             elif layout.is_temp_name(name):
                 temps.append(name)
     return entries, temps
@@ -86,7 +93,17 @@ def scan(run_fd: int, where: str, prefix: str = "phase_") -> tuple[list[Entry], 
 
 def load(run_fd: int, ticket_id: str, run_id: str, entry: Entry, schema: Schema, base: str) -> StoredFile:
     where = f"{base}/{ticket_id}/{run_id}/{entry.name}"
-    fd = dirs.open_regular(run_fd, entry.name, where)
+
+    def stored(checkpoint: Checkpoint | None, problem: str | None, mtime_ns: int = 0) -> StoredFile:
+        return StoredFile(ticket_id, run_id, entry.name, entry.ordinal, entry.phase, entry.attempt, mtime_ns,
+                          checkpoint, problem)
+
+    if entry.planted is not None:
+        return stored(None, dirs.planted_problem(entry.planted, "a checkpoint file"), _mtime(run_fd, entry.name))
+    try:
+        fd = dirs.open_regular(run_fd, entry.name, where)
+    except dirs.Planted as exc:  # swapped in since the scan
+        return stored(None, dirs.planted_problem(exc.kind, "a checkpoint file"), _mtime(run_fd, entry.name))
     try:
         mtime_ns = os.fstat(fd).st_mtime_ns
         try:
@@ -96,26 +113,37 @@ def load(run_fd: int, ticket_id: str, run_id: str, entry: Entry, schema: Schema,
     finally:
         os.close(fd)
 
-    def stored(checkpoint: Checkpoint | None, problem: str | None) -> StoredFile:
-        return StoredFile(ticket_id, run_id, entry.name, entry.ordinal, entry.phase, entry.attempt, mtime_ns,
-                          checkpoint, problem)
-
     if data is None:
-        return stored(None, f"larger than {MAX_FILE_BYTES >> 20} MiB")
+        return stored(None, f"larger than {MAX_FILE_BYTES >> 20} MiB", mtime_ns)
+    checkpoint, problem = parse_file(data, schema)
+    if checkpoint is None:
+        return stored(None, problem, mtime_ns)
+    mismatch = _name_mismatch(checkpoint, entry, ticket_id, run_id, schema)
+    if mismatch:
+        return stored(None, mismatch, mtime_ns)
+    return stored(checkpoint, None, mtime_ns)
+
+
+def _mtime(parent_fd: int, name: str) -> int:
+    try:
+        return os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def parse_file(data: bytes, schema: Schema) -> tuple[Checkpoint | None, str | None]:
+    """(checkpoint, None) for the bytes of a valid checkpoint file, else (None, why not)."""
     try:
         document = yamlfmt.load(data)
     except (yamlfmt.YAMLError, RecursionError, ValueError):
-        return stored(None, "invalid YAML")
+        return None, "invalid YAML"
     if not isinstance(document, dict):
-        return stored(None, f"expected mapping, got {type(document).__name__}")
+        return None, f"expected mapping, got {type(document).__name__}"
     checkpoint, errors = build(document, schema)
     if checkpoint is None:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        return stored(None, f"{errors[0]}{more}")
-    mismatch = _name_mismatch(checkpoint, entry, ticket_id, run_id, schema)
-    if mismatch:
-        return stored(None, mismatch)
-    return stored(checkpoint, None)
+        return None, f"{errors[0]}{more}"
+    return checkpoint, None
 
 
 def _name_mismatch(checkpoint: Checkpoint, entry: Entry, ticket_id: str, run_id: str, schema: Schema) -> str | None:
@@ -162,8 +190,8 @@ class RunReader:
         return fd
 
     def run_ids(self) -> list[str]:
-        """The run directories of the ticket (names that are canonical UUIDs); a planted link or
-        FIFO under such a name is refused."""
+        """The names of the ticket's run directories (canonical UUIDs), whatever they hold:
+        ``open_run`` refuses one that is not a directory."""
         if self.ticket_fd is None:
             return []
         import uuid
@@ -180,12 +208,8 @@ class RunReader:
                     canonical = str(uuid.UUID(item.name)) == item.name
                 except ValueError:
                     canonical = False
-                if not canonical:
-                    continue
-                if not item.is_dir(follow_symlinks=False):
-                    raise dirs.refused(f"{where}/{item.name}", item.stat(follow_symlinks=False).st_mode,
-                                       "a run directory")
-                found.append(item.name)
+                if canonical:
+                    found.append(item.name)
         return found
 
     def read_run(self, run_id: str, schema: Schema) -> StoredRun | None:
@@ -200,10 +224,22 @@ class RunReader:
 
 
 def read_ticket(base: str, ticket_id: str, run_id: str | None, schema: Schema) -> list[StoredRun]:
-    """Every run of a ticket (or just ``run_id``) with every checkpoint file, in ledger order."""
+    """Every run of a ticket (or just ``run_id``) with every checkpoint file, in ledger order. Over
+    the whole ticket, a run directory's name holding something planted is a run with a ``problem``
+    (one planted entry must not hide the other runs); ``run_id``'s own is refused (``Planted``)."""
+    runs: list[StoredRun] = []
     with RunReader(base, ticket_id) as reader:
-        ids = [run_id] if run_id is not None else reader.run_ids()
-        runs = [run for run in (reader.read_run(r, schema) for r in ids) if run is not None and run.files]
+        for rid in [run_id] if run_id is not None else reader.run_ids():
+            try:
+                run = reader.read_run(rid, schema)
+            except dirs.Planted as exc:
+                if run_id is not None:
+                    raise
+                assert reader.ticket_fd is not None
+                problem = dirs.planted_problem(exc.kind, "a run directory")
+                run = StoredRun(rid, _mtime(reader.ticket_fd, rid), (), problem)
+            if run is not None and (run.files or run.problem):
+                runs.append(run)
     runs.sort(key=lambda r: (r.first_write_ns, r.run_id))
     return runs
 

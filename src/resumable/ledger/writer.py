@@ -29,7 +29,7 @@ from resumable import fsio
 from resumable.errors import InvalidInputError, RefusedError, StoreError
 from resumable.ledger import dirs, layout, yamlfmt
 from resumable.ledger.model import Checkpoint, Schema, to_dict
-from resumable.ledger.store import Entry, scan
+from resumable.ledger.store import Entry, parse_file, scan
 
 SWEEP_AGE_S = 600
 _MAX_TRIES = 10_000
@@ -46,6 +46,10 @@ def write(base: str, checkpoint: Checkpoint, schema: Schema, *, assign_attempt: 
     ticket, run = checkpoint.ticket_id, str(checkpoint.run_id)
     where = f"{base}/{ticket}/{run}"
     prefix = layout.phase_prefix(ordinal, checkpoint.phase)
+    # Checked before anything is created (a refused write changes nothing on disk); the attempt
+    # number the loop below may change is an integer, which reads back whatever its value.
+    as_given = yamlfmt.dump(to_dict(checkpoint))
+    _refuse_unless_it_reads_back(as_given, checkpoint, schema)
     fds: list[int] = []
     try:
         base_fd = dirs.open_base(base, create=True)
@@ -64,8 +68,10 @@ def write(base: str, checkpoint: Checkpoint, schema: Schema, *, assign_attempt: 
         tmp_name, tmp_fd = _create_temp(run_fd, where)
         try:
             for _ in range(_MAX_TRIES):
-                current = msgspec.structs.replace(checkpoint, attempt_number=attempt)
-                data = yamlfmt.dump(to_dict(current))
+                if attempt == checkpoint.attempt_number:
+                    data = as_given
+                else:
+                    data = yamlfmt.dump(to_dict(msgspec.structs.replace(checkpoint, attempt_number=attempt)))
                 name = layout.file_name(ordinal, checkpoint.phase, attempt)
                 if _publish(run_fd, tmp_fd, tmp_name, name, data, where):
                     break
@@ -86,6 +92,19 @@ def write(base: str, checkpoint: Checkpoint, schema: Schema, *, assign_attempt: 
     finally:
         for fd in reversed(fds):
             os.close(fd)
+
+
+def _refuse_unless_it_reads_back(data: bytes, checkpoint: Checkpoint, schema: Schema) -> None:
+    """A write is acknowledged only for bytes that readers will take for ``checkpoint``: parsed as
+    a reader parses them, they must come back equal to it (or, for a float NaN, which equals
+    nothing, written out again, as the same bytes). A string YAML cannot carry would otherwise be
+    acknowledged, then skipped as corrupt by every reader."""
+    read_back, problem = parse_file(data, schema)
+    if read_back is None:
+        raise InvalidInputError(f"Invalid checkpoint: it would not read back ({problem}); nothing was written")
+    if read_back != checkpoint and yamlfmt.dump(to_dict(read_back)) != data:
+        raise InvalidInputError("Invalid checkpoint: it would read back different from what was given; "
+                                "nothing was written")
 
 
 def _next_attempt(entries: list[Entry], phase: str, at_least: int) -> int:

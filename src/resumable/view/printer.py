@@ -76,9 +76,10 @@ class Printer:
 
 
 def dump_json(value: object) -> str:
-    import orjson
+    # jsonio's encoder (orjson's speed, big=True) escapes the C1 controls orjson writes raw.
+    from resumable.core import jsonio
 
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    return jsonio.dumps_pretty(value, big=True).decode()
 
 
 def show_status(doc: dict[str, Any], location: str, *, no_color: bool = False) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from resumable.core.model import refuse_newer
+from resumable.core.model import refuse_unreadable
 from resumable.core.stamps import stamp
 from resumable.errors import NewerFormatError, ResumableError, StoreError
 from resumable.store.files import journal
@@ -186,17 +186,22 @@ class FileRunHandle:
 
 
 class CheckedRunHandle(FileRunHandle):
-    """The handle every reader gets: a document a newer resumable wrote is refused in one line
-    (``NewerFormatError``), never handed out to be misread. Writes refuse it on their own path
-    (``shape_problem``)."""
+    """The handle every reader gets: a document a newer resumable wrote, or a malformed one, is
+    refused in one line (``refuse_unreadable``), never handed out to be misread. Writes refuse it
+    on their own path (``shape_problem``)."""
 
     __slots__ = ()
 
     def load(self) -> dict[str, Any] | None:
         doc = super().load()
         if doc is not None:
-            refuse_newer(doc, self.run_id)
+            refuse_unreadable(doc, self.run_id, where_held(self.files))
         return doc
+
+
+def where_held(files: RunFiles) -> str:
+    """The files a run's document comes from, for a message about the document."""
+    return ", ".join(p for p in (files.snapshot, files.journal) if os.path.lexists(p)) or files.snapshot
 
 
 def run_files(directory: str) -> list[str]:
@@ -225,11 +230,12 @@ def read_entry(path: str) -> RunEntry:
     from resumable.store.values import RunEntry
 
     name = os.path.basename(path)
+    files = files_for(path)
     try:
-        doc = load(files_for(path)).doc
+        doc = load(files).doc
         if doc is None:
             raise StoreError(f"{path}: no such run")
-        refuse_newer(doc, name.removesuffix(".json"))
+        refuse_unreadable(doc, name.removesuffix(".json"), where_held(files))
     except ResumableError as exc:
         return RunEntry(name, path, None, str(exc), _mtime_stamp(path), newer=isinstance(exc, NewerFormatError))
     key = ""

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from resumable.core import verbs
-from resumable.core.model import refuse_newer
+from resumable.core.model import refuse_unreadable
 from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError, StoreError
 from resumable.store.postgres import runstate
 from resumable.store.postgres.runstate import RunState, RunWriter
@@ -72,8 +72,8 @@ class PgRunHandle:
             raise
         doc = self.state.doc if self.state is not None else None
         if doc is not None:
-            # A newer resumable's document is refused, never handed out to be misread.
-            refuse_newer(doc, self._run_id)
+            # A newer resumable's document, or a malformed one, is refused, never handed out to be misread.
+            refuse_unreadable(doc, self._run_id)
         return doc
 
     def read(self) -> dict[str, Any]:

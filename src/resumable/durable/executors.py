@@ -1,0 +1,184 @@
+"""``run.map`` on a ``concurrent.futures.Executor``: a Dask cluster (``client.get_executor()``), loky,
+a ``ProcessPoolExecutor``, an MPI pool, and ``executor="process"`` (a process pool of our own).
+
+The calling process keeps the run: it holds the lease, looks items up, submits the rest and records
+each result as it comes back (group commit: the results that came back together share one commit).
+The workers get only the step and an item's arguments (``shipping``); they need no access to the
+runs directory or the database.
+
+**Backpressure.** At most ``limit`` items are in flight (submitted, not yet recorded): twice what
+the executor runs at once by default, so that a worker that finishes finds its next item already
+queued while the caller records the last one; a million items never become a million futures.
+A freed place is refilled before the results that freed it are committed, so the executor works
+while the caller writes.
+
+**Failures.** An item whose step raised is recorded failed, as are items whose arguments or result
+did not pickle and items the engine gave up on (Dask's ``KilledWorker``): the others go on. An item
+lost with a worker that died is resubmitted by the engine (Dask does); an executor that breaks
+(``BrokenExecutor``) or cancels items ends the map with its error once every result that came back
+is recorded: the items not recorded run on the next call. Ctrl-C cancels what has not started; what
+the executor cannot cancel (running in a local pool) ends and is recorded before the map stops.
+Execution is at least once (an item running when its worker or the caller dies runs again),
+recording exactly once (one record per result that came back).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from concurrent.futures import BrokenExecutor, CancelledError, Executor, Future, wait
+from typing import TYPE_CHECKING, Any
+
+from resumable.durable import worker
+from resumable.durable.attempts import Outcome, StepFailed, as_failure, failed_attempt
+from resumable.durable.shipping import Unloadable
+from resumable.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from resumable.durable.engine import Call
+    from resumable.durable.pool import Mapping
+    from resumable.durable.shipping import Work
+
+
+def capacity(executor: Executor) -> int | None:
+    """How many items ``executor`` runs at once, when it says: the workers of a thread or process
+    pool (``_max_workers`` in CPython's and loky's), the threads of a Dask cluster."""
+    workers = getattr(executor, "_max_workers", None)
+    if isinstance(workers, int) and not isinstance(workers, bool) and workers > 0:
+        return workers
+    if type(executor).__module__.startswith("distributed."):
+        client = getattr(executor, "_client", None)
+        try:
+            threads = sum(client.nthreads().values()) if client is not None else 0
+        except Exception:
+            threads = 0
+        return threads or None  # a cluster with no worker yet (adaptive): unknown
+    return None
+
+
+def default_limit(executor: Executor) -> int:
+    return 2 * (capacity(executor) or os.cpu_count() or 1)
+
+
+class Flight:
+    """The items of one map in flight on an executor."""
+
+    def __init__(self, m: Mapping, executor: Executor, payload: bytes | Work, limit: int) -> None:
+        self.m = m
+        self.executor = executor
+        self.payload = payload
+        self.limit = limit
+        self.todo = iter(list(m.places))
+        self.pending: dict[Future[Outcome], tuple[str, Call]] = {}
+        self.ended: queue.SimpleQueue[Future[Outcome]] = queue.SimpleQueue()
+        self.lost: BaseException | None = None  # why some items came back with no result
+
+    def run(self) -> None:
+        batch: list[tuple[Future[Outcome], str, Call]] = []  # taken out of pending, not recorded yet
+        try:
+            self.fill()
+            while self.pending:
+                batch = [(future, *self.pending.pop(future)) for future in self.take()]
+                self.fill()  # before the commit: the executor works while this batch is recorded
+                ended, batch = batch, []
+                self.record(ended)
+        except BaseException:
+            self.stop(batch)
+            raise
+        if self.lost is not None:
+            raise self.lost
+
+    def fill(self) -> None:
+        """Submit items until ``limit`` are in flight (or none is left)."""
+        step, m = self.m.step, self.m
+        while len(self.pending) < self.limit and self.lost is None:
+            uid = next(self.todo, None)
+            if uid is None:
+                return
+            try:
+                found, value = step.acquire(uid)  # waits while a thread of ours runs the same call
+            except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
+                m.settle(uid, failure, True)
+                continue
+            if found:
+                m.settle(uid, value, False)
+                continue
+            try:
+                call = step.begin_call(uid)
+                future = self.executor.submit(worker.run_item, self.payload, m.args[uid], {}, call.n)
+            except BaseException as exc:
+                if not isinstance(exc, Exception) or isinstance(exc, BrokenExecutor) or type(exc) is RuntimeError:
+                    step.engine.release(uid)  # a broken or shut-down executor, or Ctrl-C
+                    raise
+                future = Future()  # this item's arguments could not be submitted: its failure
+                future.set_exception(exc)
+            self.pending[future] = (uid, call)
+            future.add_done_callback(self.ended.put)
+
+    def take(self) -> list[Future[Outcome]]:
+        """The futures that ended: at least one (waits), and every other one already ended."""
+        while True:
+            try:
+                first = self.ended.get(timeout=0.5)  # a timeout, so that Ctrl-C is seen at once
+                break
+            except queue.Empty:
+                continue
+        batch = [first]
+        while True:
+            try:
+                batch.append(self.ended.get_nowait())
+            except queue.Empty:
+                return batch
+
+    def record(self, batch: list[tuple[Future[Outcome], str, Call]]) -> None:
+        """Commit the outcomes of ``batch`` (taken out of ``pending``) and answer their items."""
+        step, engine = self.m.step, self.m.step.engine
+        events: list[dict[str, Any]] = []
+        settled: list[tuple[str, Any, BaseException | None]] = []
+        for future, uid, call in batch:
+            try:
+                out = future.result()
+            except (CancelledError, BrokenExecutor) as exc:
+                self.lost = self.lost or exc  # no result: the item runs on the next call
+                continue
+            except Unloadable as exc:
+                self.lost = self.lost or InvalidInputError(
+                    f"the executor's workers cannot load step {step.name} ({exc}): install what it needs"
+                    " where they run, or define it where they can import it")
+                continue
+            except Exception as exc:  # its arguments or result did not pickle; the engine gave up on it
+                out = Outcome()
+                out.attempts.append(failed_attempt(call.n, exc, time.time(), time.monotonic()))
+                out.exc = exc
+            except BaseException as exc:  # the worker was stopped (SystemExit, KeyboardInterrupt)
+                self.lost = self.lost or exc
+                continue
+            evs, value, error = step.settle(call, out, earlier=True)
+            events += evs
+            settled.append((uid, value, error))
+        try:
+            engine.records.commit(events)  # one commit for the items that ended together
+        finally:
+            for _, uid, _ in batch:
+                engine.release(uid)
+        for uid, value, error in settled:
+            self.m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
+
+    def stop(self, ended: list[tuple[Future[Outcome], str, Call]]) -> None:
+        """Interrupted or failed: cancel what has not started; record what had ended and what could
+        not be cancelled (running in a local pool) once it ends."""
+        for future in list(self.pending):
+            future.cancel()
+        try:
+            running = [f for f in self.pending if not f.cancelled()]
+            wait(running)
+            taken, ended = [*ended, *((f, *self.pending.pop(f)) for f in running)], []
+            self.record(taken)  # releases their claims, whatever happens
+        except Exception:
+            pass  # the map is already failing with the error that stopped it
+        finally:
+            uids = [uid for _, uid, _ in ended] + [uid for uid, _ in self.pending.values()]
+            for uid in uids:
+                self.m.step.engine.release(uid)  # of each item not recorded: it runs on the next call
+            self.pending.clear()
