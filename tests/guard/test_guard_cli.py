@@ -77,6 +77,7 @@ def test_the_skip_says_how_long_the_pass_has_run(state_dir: Path, tmp_path: Path
     holder.wait(timeout=20)  # type: ignore[attr-defined]
 
 
+@pytest.mark.serial  # its SKIP line names the seconds the pass has run: "0s" only on an idle machine
 def test_a_sigkilled_guard_leaves_the_lock_to_its_command_and_its_pass_counted(
         state_dir: Path, tmp_path: Path, reaper: list[int]) -> None:
     """The command a SIGKILLed guard orphaned kept running while the next pass started, and the
