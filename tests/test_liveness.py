@@ -110,6 +110,14 @@ def test_judge_workers() -> None:
     assert verdict is not None and verdict.state == WAITING and verdict.holders[0].steps == ("a",)
     mine = [{"worker": "w", "host": HOST, "pid": os.getpid(), "steps": ["a"], "expiresIn": 28.0}]
     assert judge(run_doc(SUBMIT), Lease(workers=mine)).state == RUNNING  # type: ignore[union-attr]
+    # A worker that holds nothing now (a retry's backoff) is live only where it can be seen alive.
+    idle = [{"worker": "w", "host": HOST, "pid": os.getpid(), "steps": [], "expiresIn": None}]
+    verdict = judge(run_doc(RUNNER), Lease(workers=idle))
+    assert verdict is not None and verdict.state == RUNNING
+    assert liveness.holders_line(verdict) == f"1 worker: pid {os.getpid()} on {HOST} (waiting for its next step)"
+    for unseen in ({"host": "elsewhere", "pid": 5}, {"host": HOST, "pid": dead_pid()}):
+        verdict = judge(run_doc(RUNNER), Lease(workers=[{"worker": "w", "steps": [], **unseen}]))
+        assert verdict is not None and verdict.state == WAITING and verdict.holders == ()
 
 
 def test_the_view_of_a_live_runner() -> None:

@@ -180,6 +180,37 @@ def test_workers_started_on_their_own_are_named(store: StoreCase, marker: str) -
     assert status.splitlines()[0].startswith("◌ WAITING") and " is gone" not in status
 
 
+def test_a_run_store_runner_waiting_for_a_retry_is_running(store: StoreCase) -> None:
+    """Between a failed attempt and its retry a `resumable run --store` holds no step; it is alive,
+    so the run is running (as the local runner's run is, which holds its lease throughout)."""
+    (store.tmp / "resumable.toml").write_text(
+        '[job]\nname = "retry"\n[steps.a]\nrun = "test -f again || { touch again; exit 1; }"\n'
+        'retries = 1\nbackoff = 30\n')
+    runner = subprocess.Popen([RESUMABLE, "run", "-q"], cwd=store.tmp, env=store.env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        def failed_once() -> bool:
+            got = store.r("get", "retry")
+            if got.returncode != 0:
+                return False
+            attempts = (json.loads(got.stdout)["units"].get("a") or {}).get("attempts") or []
+            return [a.get("status") for a in attempts] == ["failed"]
+
+        wait_for(failed_once)
+        status = ok(store.r("status", "retry"))
+        assert status.splitlines()[0].startswith("● RUNNING"), status
+        if store.kind == "postgres":
+            assert f"held by  1 worker: pid {runner.pid} on {HOST} (waiting for its next step)" in status, status
+        else:
+            assert f"held by  runner pid {runner.pid} on {HOST}" in status, status
+        doctor = store.r("doctor")
+        assert doctor.returncode == 0 and "1 run, 1 running" in doctor.stdout, doctor.stdout
+    finally:
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait()
+    assert not ok(store.r("status", "retry")).startswith("● RUNNING")
+
+
 SCRIPT = """
 import resumable
 run = resumable.open_run("dur", task="durable demo")

@@ -78,8 +78,11 @@ class RunnerLease(Protocol):
     def workers(self) -> list[dict[str, Any]] | None:
         """Who runs the run's steps on workers now: one entry per worker holding an unexpired claim
         on a step of it (``worker``, ``host``, ``pid``, ``steps``: the step ids it holds, in job
-        order, ``expiresIn``: seconds until the last of those leases expires), read without taking
-        anything. None for a store whose steps run only under the runner lease (a runs directory)."""
+        order, ``expiresIn``: seconds until the last of those leases expires), then one per worker
+        that worked on the run, has not stopped and holds nothing now (``steps`` empty,
+        ``expiresIn`` None: it may be waiting for a retry, or dead without a word), read without
+        taking anything. None for a store whose steps run only under the runner lease (a runs
+        directory)."""
         ...
 
     def leftovers(self) -> list[LeftoverGroup]:

@@ -51,6 +51,8 @@ class Holder:
 
     def describe(self) -> str:
         who = f"{self.role} pid {self.pid} on {self.host}"
+        if self.role == "worker" and not self.steps:
+            return f"{who} (waiting for its next step)"
         return f"{who} ({', '.join(self.steps[:5])}{' …' if len(self.steps) > 5 else ''})" if self.steps else who
 
 
@@ -98,7 +100,10 @@ def judge(doc: Mapping[str, Any], lease: RunnerLease | None) -> Verdict | None:
     for c in claims or []:
         h = Holder("worker", str(c.get("host", "?")), c.get("pid", "?"), tuple(c.get("steps") or ()),
                    c.get("expiresIn"))
-        (dead if gone(h) else live).append(h)
+        if h.steps:
+            (dead if gone(h) else live).append(h)
+        elif alive_here(h):
+            live.append(h)  # holds nothing now (a retry's backoff), and its process is alive
     if live:
         return Verdict(RUNNING, by, tuple(live))
     if holder is not None:
@@ -109,11 +114,19 @@ def judge(doc: Mapping[str, Any], lease: RunnerLease | None) -> Verdict | None:
     return Verdict(state, by, tuple(dead))
 
 
+def _here(holder: Holder) -> bool:
+    return holder.host == socket.gethostname() and isinstance(holder.pid, int)
+
+
 def gone(holder: Holder) -> bool:
     """Whether a holder on this host is proven gone (its pid is not a live process)."""
-    if holder.host != socket.gethostname() or not isinstance(holder.pid, int):
-        return False
-    return holder.pid != os.getpid() and start_time(holder.pid) is None
+    return _here(holder) and holder.pid != os.getpid() and start_time(holder.pid) is None
+
+
+def alive_here(holder: Holder) -> bool:
+    """Whether a holder is on this host and its process alive: the only proof for a worker that
+    holds nothing (a registered worker that was killed never says so)."""
+    return _here(holder) and not gone(holder)
 
 
 def in_progress(doc: Mapping[str, Any]) -> tuple[str, ...]:

@@ -121,7 +121,9 @@ class PgRunnerLease:
 
     def workers(self) -> list[dict[str, Any]] | None:
         """The workers holding unexpired claims on the run's steps (``RunnerLease.workers``), from
-        the steps' leases and the attempts they run; reads only."""
+        the steps' leases and the attempts they run; then, with no steps, the registered workers that
+        have not stopped, made an attempt on the run and hold nothing now (waiting for a retry's
+        backoff: whether one is alive only its own host can tell). Reads only."""
         conn = self.db.connect(autocommit=True)
         try:
             rows = conn.execute(
@@ -131,10 +133,17 @@ class PgRunnerLease:
                 " JOIN resumable_attempts a ON a.run_pk = s.run_pk AND a.step = s.step AND a.n = s.attempt"
                 " WHERE r.id = %s AND r.archived_at IS NULL AND s.state = 'running' AND s.lease_expires > now()"
                 " GROUP BY a.worker, a.host, a.pid ORDER BY a.host, a.pid", (self.run_id,)).fetchall()
+            holding = {r[0] for r in rows}
+            idle = [r for r in conn.execute(
+                "SELECT w.id, w.host, w.pid FROM resumable_workers w WHERE w.stopped_at IS NULL AND EXISTS"
+                " (SELECT 1 FROM resumable_attempts a JOIN resumable_runs r ON r.pk = a.run_pk WHERE r.id = %s"
+                " AND r.archived_at IS NULL AND a.worker = w.id) ORDER BY w.host, w.pid", (self.run_id,))
+                if r[0] not in holding]
         finally:
             conn.close()
-        return [{"worker": w, "host": h, "pid": p, "steps": list(steps), "expiresIn": float(left)}
-                for w, h, p, steps, left in rows]
+        return [*({"worker": w, "host": h, "pid": p, "steps": list(steps), "expiresIn": float(left)}
+                  for w, h, p, steps, left in rows),
+                *({"worker": w, "host": h, "pid": p, "steps": [], "expiresIn": None} for w, h, p in idle)]
 
     def leftovers(self) -> list[LeftoverGroup]:
         return []  # steps run on workers, which hand their own steps back (see the module docstring)
