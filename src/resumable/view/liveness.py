@@ -66,10 +66,6 @@ class Verdict:
     def live(self) -> bool:
         return self.state == RUNNING
 
-    @property
-    def on_workers(self) -> bool:
-        return self.state == WAITING or any(h.role == "worker" for h in self.holders)
-
     def summary(self) -> str:
         """One phrase for a listing: who works on it, or why nothing does."""
         if self.state == RUNNING:
