@@ -26,7 +26,7 @@ from typing import Any
 from resumable.durable import shipping, worker
 from resumable.durable.attempts import StepFailed, as_failure
 from resumable.durable.engine import Call
-from resumable.durable.executors import Flight, default_limit
+from resumable.durable.executors import Flight, default_limit, flight
 from resumable.durable.progress import Bar, open_bar
 from resumable.durable.records import Ticket, gc_paused
 from resumable.durable.steps import Step
@@ -106,7 +106,7 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
                 _processes(mapping, payload, jobs or os.cpu_count() or 1)
             else:
                 assert not isinstance(executor, str) and payload is not None
-                Flight(mapping, executor, payload, jobs or default_limit(executor)).run()
+                flight(mapping, executor, payload, jobs or default_limit(executor)).run()
     finally:
         bar.close()
     if on_error == "raise":
