@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from typing import Any, Final, TypeGuard
 
-    from resumable.core.types import FinalState, PhaseState, Summary, UnitState, ValidationStatus
+    from resumable.core.types import FinalState, Launch, PhaseState, Summary, UnitState, ValidationStatus
 
 SCHEMA_VERSION: Final = 2
 
@@ -137,7 +137,7 @@ def new_document(
     units: list[str],
     at: str,
     *,
-    launch: dict[str, Any] | None = None,
+    launch: Launch | None = None,
     required_phases: list[str] | None = None,
     require_validation: bool = False,
 ) -> dict[str, Any]:

@@ -7,12 +7,15 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable.core import verbs
 from resumable.runner.attempt import Outcome
 from resumable.runner.jobfile import Job
 from resumable.runner.writer import SafeWriter
+
+if TYPE_CHECKING:
+    from resumable.core.types import UnitEvent
 
 ITEM_PREFIX = "step-failed:"
 
@@ -29,7 +32,7 @@ def removed_count(units: Mapping[str, Any], step_ids: set[str] | frozenset[str])
                if uid not in step_ids and isinstance(u, dict) and u.get("removed") is True)
 
 
-def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
+def removal_marks(job: Job, units: Mapping[str, Any]) -> list[UnitEvent]:
     """Events marking the units of steps the job file no longer has ``removed`` (status shows them
     apart and counts them in no done/total, as the runner's summary does), and clearing the mark of
     a step that came back. A unit keeps its state and stamps either way: a step that comes back
@@ -37,7 +40,7 @@ def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
     from resumable.core.model import UNIT_STATES
 
     steps = {s.id for s in job.steps}
-    out: list[dict[str, Any]] = []
+    out: list[UnitEvent] = []
     for uid, unit in units.items():
         if not isinstance(unit, dict) or unit.get("status") not in UNIT_STATES:
             continue  # malformed: shown as such by status, not restated here

@@ -17,7 +17,7 @@ import select
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from resumable.core import verbs
 from resumable.core.stamps import stamp
@@ -40,6 +40,9 @@ from resumable.runner.process import TOKEN_ENV, Spawner, StepHandle
 from resumable.runner.retry import RetryPolicy
 from resumable.runner.writer import SafeWriter
 from resumable.store.values import LeftoverGroup
+
+if TYPE_CHECKING:
+    from resumable.core.types import Event
 
 _MAX_WAIT = 0.1  # an interrupt or a display tick is noticed within this long
 
@@ -134,7 +137,7 @@ class Scheduler:
             self.launcher = Launcher(spawner, launch_threads)
             self.flusher = Flusher(lambda label, events, lazy: self.w.write(label, events, lazy=lazy))
         # The pass's batch: events to commit, then what to do once they are durable.
-        self._events: list[dict[str, Any]] = []
+        self._events: list[Event] = []
         self._what: list[str] = []
         self._after: list[Callable[[], None]] = []
 
@@ -327,7 +330,7 @@ class Scheduler:
 
     # -- the batch ------------------------------------------------------------------------------
 
-    def _record(self, what: str, event: dict[str, Any]) -> None:
+    def _record(self, what: str, event: Event) -> None:
         self._events.append(event)
         self._what.append(what)
 
