@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any, ParamSpec, TypeVar, overload
 
+    from resumable.core.types import Summary
     from resumable.durable.attempts import StepFailed
     from resumable.durable.codec import Serializer
     from resumable.runner.options import RunOptions
@@ -101,7 +102,7 @@ class Run:
     def refresh(self) -> dict[str, Any]:
         return self.handle.read()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Summary:
         return summary(self.handle.read())
 
     def resume_set(self) -> dict[str, Any]:
