@@ -220,7 +220,7 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
             reporter.start(job, decisions, {})
             reporter.close()
             removed = removed_count(units, {s.id for s in job.steps})
-            print(f"{job.name}: done ({summary_of({'skipped': len(decisions)}, removed)})")
+            print(f"{job.name}: done ({summary_of(['skipped'] * len(decisions), removed)})")
             return 0
         writer.begin(launch)
         # One batch (one flush) for every step's bookkeeping before the work starts, however many.
