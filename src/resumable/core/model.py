@@ -347,6 +347,17 @@ def unit_deps(unit: object) -> list[str]:
     return []
 
 
+def next_attempt_number(unit: object) -> int:
+    """The number the unit's next attempt gets: one above the highest ``n`` among its recorded
+    attempts (1 for a unit with none). Null-safe: a malformed attempt, or a boolean ``n``, counts
+    for nothing."""
+    attempts = unit.get("attempts") if isinstance(unit, dict) else None
+    if not isinstance(attempts, list):
+        return 1
+    ns = [a.get("n") for a in attempts if isinstance(a, dict)]
+    return max([n for n in ns if type(n) is int], default=0) + 1
+
+
 def iter_units(doc: Mapping[str, Any]) -> Iterator[tuple[str, str | None]]:
     """(unit id, status or None if malformed) in document order."""
     for uid, unit in units_of(doc).items():

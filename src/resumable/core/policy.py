@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable.core import verbs
+
+if TYPE_CHECKING:
+    from resumable.core.types import Event
 
 # A step that keeps failing must not sleep for hours between attempts because of doubling.
 MAX_DELAY = 3600.0
@@ -104,7 +107,7 @@ class Blocked:
     """Steps newly dep_blocked by a failure, with the events recording them."""
 
     steps: dict[str, str] = field(default_factory=dict)  # step -> the root failure
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
 
 def block_dependents(failed: str, *, dependents: Mapping[str, Sequence[str]], needs: Mapping[str, Sequence[str]],
@@ -146,7 +149,7 @@ class Decision:
     stop: bool
 
     @property
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[Event]:
         return self.blocked.events
 
 
@@ -182,14 +185,14 @@ class StepEnd:
 class Verdict:
     status: str  # done | needs_attention
     summary: str  # "2 done, 1 failed" (+ ", 1 removed")
-    events: list[dict[str, Any]]  # resolve, item, finalize: commit in order
+    events: list[Event]  # resolve, item, finalize: commit in order
     stale: list[str]  # units the job no longer has that are not done (they keep the run open)
 
     @property
     def finished(self) -> bool:
         return self.status == "done"
 
-    def refused(self, reason: str) -> list[dict[str, Any]]:
+    def refused(self, reason: str) -> list[Event]:
         """The events to record instead when ``finalize done`` was refused (another process changed
         the run meanwhile: an open finding, a unit added): the run needs attention and says why."""
         return [verbs.finalize("needs_attention", f"{self.summary}; {reason}")]
@@ -213,7 +216,7 @@ def verdict(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> Verdict:
     units: Mapping[str, Any] = raw_units if isinstance(raw_units, dict) else {}
     open_items = [it for it in (doc.get("openItems") or []) if isinstance(it, dict)]
     ours = {it.get("id") for it in open_items if str(it.get("id", "")).startswith(ITEM_PREFIX)}
-    events: list[dict[str, Any]] = []
+    events: list[Event] = []
     resolve = [f"{ITEM_PREFIX}{sid}" for sid, end in ends.items()
                if end.state in FINISHED_STATES and f"{ITEM_PREFIX}{sid}" in ours]
     if resolve:
@@ -238,7 +241,7 @@ def verdict(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> Verdict:
     return Verdict("needs_attention", summary, events, stale)
 
 
-def interrupted(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+def interrupted(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> list[Event]:
     """A session stopped by a signal: nothing runs any more, so not "running"; needs_attention is
     live to init and gc alike, so the run is resumed, never re-initialised or archived."""
     return [verbs.finalize("needs_attention", f"interrupted ({verdict(ends, doc).summary})")]

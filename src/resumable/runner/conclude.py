@@ -15,7 +15,7 @@ from resumable.runner.jobfile import Job
 from resumable.runner.writer import SafeWriter
 
 if TYPE_CHECKING:
-    from resumable.core.types import UnitEvent
+    from resumable.core.types import Event, UnitEvent
 
 ITEM_PREFIX = policy.ITEM_PREFIX
 
@@ -99,19 +99,18 @@ def ends_of(job: Job, out: Outcome, doc: Mapping[str, Any]) -> dict[str, policy.
     return ends
 
 
-def _write_each(writer: SafeWriter, events: list[dict[str, Any]]) -> None:
+def _write_each(writer: SafeWriter, events: list[Event]) -> None:
     """Each event a write of its own, as the steps' writes are: a refused finalize leaves the
     resolved findings resolved."""
     for event in events:
-        kind = event.get("t")
-        if kind == "finalize":
+        if event["t"] == "finalize":
             writer.finalize(event["status"], event.get("result"))
-        elif kind == "item":
+        elif event["t"] == "item":
             writer.item(event["items"])
-        elif kind == "resolve":
+        elif event["t"] == "resolve":
             writer.resolve(event["ids"])
         else:
-            writer.write(str(kind), [event])
+            writer.write(event["t"], [event])
 
 
 def conclude(job: Job, writer: SafeWriter, out: Outcome, launch: Mapping[str, Any], reporter: Any,

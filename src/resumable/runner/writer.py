@@ -105,7 +105,7 @@ class SafeWriter:
     def invalidate(self, unit_id: str, reason: str) -> bool:
         return self.write(f"{unit_id} invalidation", [verbs.invalidate(unit_id, reason)])
 
-    def item(self, items: list[dict[str, Any]]) -> bool:
+    def item(self, items: object) -> bool:
         return self.write("open items", [verbs.item(items)])
 
     def resolve(self, ids: Sequence[str]) -> bool:
