@@ -14,7 +14,9 @@ from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatErro
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
-    from typing import Any, Final
+    from typing import Any, Final, TypeGuard
+
+    from resumable.core.types import FinalState, Launch, PhaseState, Summary, UnitState, ValidationStatus
 
 SCHEMA_VERSION: Final = 2
 
@@ -41,7 +43,7 @@ UNIT_STATES: Final = (
 UNIT_FINISH_STATES: Final = frozenset({"done", "blocked", "dep_blocked", "failed", "timeout"})
 PHASE_STATES: Final = ("pending", "running", "done", "blocked", "skipped")
 PHASE_FINISH_STATES: Final = frozenset({"done", "blocked", "skipped"})
-VALIDATION_ALIASES: Final = {
+VALIDATION_ALIASES: Final[dict[str, ValidationStatus]] = {
     "green": "green",
     "pass": "green",
     "ok": "green",
@@ -96,14 +98,26 @@ def check_unit_id(unit_id: str) -> str:
     return unit_id
 
 
-def check_unit_state(state: str) -> str:
-    if state not in UNIT_STATES:
+def is_unit_state(state: object) -> TypeGuard[UnitState]:
+    return isinstance(state, str) and state in UNIT_STATES
+
+
+def is_phase_state(state: object) -> TypeGuard[PhaseState]:
+    return isinstance(state, str) and state in PHASE_STATES
+
+
+def is_final_state(state: object) -> TypeGuard[FinalState]:
+    return isinstance(state, str) and state in FINAL_STATES
+
+
+def check_unit_state(state: str) -> UnitState:
+    if not is_unit_state(state):
         raise InvalidInputError(f"unknown unit state {state!r}: use one of {'|'.join(UNIT_STATES)}")
     return state
 
 
-def check_phase_state(state: str) -> str:
-    if state not in PHASE_STATES:
+def check_phase_state(state: str) -> PhaseState:
+    if not is_phase_state(state):
         raise InvalidInputError(
             f"unknown phase state {state!r}: use one of {'|'.join(PHASE_STATES)}"
         )
@@ -123,7 +137,7 @@ def new_document(
     units: list[str],
     at: str,
     *,
-    launch: dict[str, Any] | None = None,
+    launch: Launch | None = None,
     required_phases: list[str] | None = None,
     require_validation: bool = False,
 ) -> dict[str, Any]:
@@ -333,13 +347,24 @@ def unit_deps(unit: object) -> list[str]:
     return []
 
 
+def next_attempt_number(unit: object) -> int:
+    """The number the unit's next attempt gets: one above the highest ``n`` among its recorded
+    attempts (1 for a unit with none). Null-safe: a malformed attempt, or a boolean ``n``, counts
+    for nothing."""
+    attempts = unit.get("attempts") if isinstance(unit, dict) else None
+    if not isinstance(attempts, list):
+        return 1
+    ns = [a.get("n") for a in attempts if isinstance(a, dict)]
+    return max([n for n in ns if type(n) is int], default=0) + 1
+
+
 def iter_units(doc: Mapping[str, Any]) -> Iterator[tuple[str, str | None]]:
     """(unit id, status or None if malformed) in document order."""
     for uid, unit in units_of(doc).items():
         yield uid, unit_status(unit)
 
 
-def summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+def summary(doc: Mapping[str, Any]) -> Summary:
     """The seed's ``get --summary`` shape, null-safe."""
     blocked: list[str] = []
     dep_blocked: list[str] = []

@@ -24,6 +24,7 @@ from resumable.runner.options import RunOptions
 from resumable.runner.writer import SafeWriter
 
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.store.backend import Backend, RunHandle, RunnerLease
 
 
@@ -200,7 +201,7 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         now = stamp(time.time(), ms=True)
         # A unit still in_progress belongs to a runner that died (we hold the lease and reaped its
         # processes): its attempt counts, and is closed as interrupted before the step runs again.
-        closing: list[dict[str, Any]] = []
+        closing: list[Event] = []
         for sid, u in units.items():
             if isinstance(u, dict) and u.get("status") == "in_progress":
                 n = next_attempt_number(u) - 1
@@ -219,13 +220,13 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
             reporter.start(job, decisions, {})
             reporter.close()
             removed = removed_count(units, {s.id for s in job.steps})
-            print(f"{job.name}: done ({summary_of({'skipped': len(decisions)}, removed)})")
+            print(f"{job.name}: done ({summary_of(['skipped'] * len(decisions), removed)})")
             return 0
         writer.begin(launch)
         # One batch (one flush) for every step's bookkeeping before the work starts, however many.
         # Removal marks come first: each restates its unit's state as planned, before an
         # invalidation below may change that state.
-        prepare: list[dict[str, Any]] = marks
+        prepare: list[Event] = list(marks)
         for s in job.steps:
             d = decisions[s.id]
             if d.invalidate:
@@ -307,7 +308,7 @@ def reconcile(job: Job, writer: SafeWriter, doc: Mapping[str, Any], reporter: An
     plan = plan_reconcile(doc, repo, ref, [s.id for s in job.steps], run_id=job.name)
     for warning in plan.warnings:
         reporter.warn(warning)
-    events = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
+    events: list[Event] = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
               for kind, uid, payload in plan.writes]
     if events:
         writer.write(f"reconcile against {ref}", events)

@@ -18,9 +18,9 @@ from resumable.store.files.refresh import EXACT_SNAPSHOT_BYTES, estimated_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
-    from typing import Any
+    from collections.abc import Iterable
 
+    from resumable.core.types import Event
     from resumable.store.files.cursor import Cursor
     from resumable.store.files.loader import Loaded
 
@@ -46,14 +46,13 @@ def wanted(state: Loaded) -> bool:
         max(state.snap_size, estimated_bytes(doc)) > EXACT_SNAPSHOT_BYTES
 
 
-def touched_units(events: Iterable[Mapping[str, Any]]) -> set[str] | None:
+def touched_units(events: Iterable[Event]) -> set[str] | None:
     """The units some events change, or None when one of them replaces the whole document."""
     out: set[str] = set()
     for ev in events:
-        kind = ev.get("t")
-        if kind in ("init", "base"):
+        if ev["t"] == "init" or ev["t"] == "base":
             return None
-        if kind in ("unit", "invalidate"):
+        if ev["t"] == "unit" or ev["t"] == "invalidate":
             uid = ev.get("unit")
             if isinstance(uid, str):
                 out.add(uid)
@@ -82,7 +81,7 @@ class Keeper:
         finally:
             os.close(fd)
 
-    def after_commit(self, state: Loaded, before: tuple[int, int], events: Iterable[Mapping[str, Any]]) -> None:
+    def after_commit(self, state: Loaded, before: tuple[int, int], events: Iterable[Event]) -> None:
         """``events`` were appended to the journal after the record (seq, offset) ``before``."""
         if self.gave_up:
             return

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from resumable.core.types import Event
     from resumable.store.files.writer import Writer
 
 POINT_KINDS = frozenset({"unit", "invalidate", "phase", "item", "resolve", "validation", "begin"})
@@ -38,7 +39,7 @@ POINT_KINDS = frozenset({"unit", "invalidate", "phase", "item", "resolve", "vali
 TAIL_MAX = 1 << 20
 
 
-def eligible(events: Sequence[dict[str, Any]]) -> bool:
+def eligible(events: Sequence[Event]) -> bool:
     return all(ev.get("t") in POINT_KINDS for ev in events)
 
 
@@ -60,15 +61,23 @@ class Mini:
         self.units: dict[str, Any] = {}
         self.doc["units"] = self.units
 
-    def need(self, event: dict[str, Any]) -> None:
-        uid = event.get("unit") if event.get("t") in ("unit", "invalidate") else None
-        if isinstance(uid, str) and uid not in self.units:
+    def need(self, event: Event) -> None:
+        uid = unit_of(event)
+        if uid is not None and uid not in self.units:
             _, slot = self.ix.find(uid)
             if slot is not None:
                 self.units[uid] = self.ix.unit(slot)[1]
 
 
-def commit(writer: Writer, events: Sequence[dict[str, Any]], lazy_view: bool) -> list[Any] | None:
+def unit_of(event: Event) -> str | None:
+    """The unit an event changes, if it changes one."""
+    if event["t"] == "unit" or event["t"] == "invalidate":
+        uid = event.get("unit")
+        return uid if isinstance(uid, str) else None
+    return None
+
+
+def commit(writer: Writer, events: Sequence[Event], lazy_view: bool) -> list[Any] | None:
     """The outputs of ``events``, committed through the index; None when the caller must take the
     whole-document path (nothing was written). The caller holds the run's lock."""
     files = writer.files
@@ -81,7 +90,7 @@ def commit(writer: Writer, events: Sequence[dict[str, Any]], lazy_view: bool) ->
         ix.close()
 
 
-def _caught_up(writer: Writer, ix: Index) -> tuple[Mini, Loaded, list[dict[str, Any]]] | None:
+def _caught_up(writer: Writer, ix: Index) -> tuple[Mini, Loaded, list[Event]] | None:
     """The index's document with the journal records past it applied, and the journal's state."""
     files, h, cursor = writer.files, ix.h, writer.cursor
     if os.path.lexists(files.events) or snapshot_key(files.snapshot) != h.snap_key() \
@@ -112,7 +121,7 @@ def _caught_up(writer: Writer, ix: Index) -> tuple[Mini, Loaded, list[dict[str, 
     return mini, state, [ev for _s, ev in scan.records]
 
 
-def _commit(writer: Writer, ix: Index, events: Sequence[dict[str, Any]], lazy_view: bool) -> list[Any] | None:
+def _commit(writer: Writer, ix: Index, events: Sequence[Event], lazy_view: bool) -> list[Any] | None:
     found = _caught_up(writer, ix)
     if found is None:
         return None
@@ -133,8 +142,8 @@ def _commit(writer: Writer, ix: Index, events: Sequence[dict[str, Any]], lazy_vi
     writer.append(state, list(events))
     changed = {}
     for ev in (*caught, *events):
-        uid = ev.get("unit")
-        if isinstance(uid, str) and uid in mini.units:
+        uid = unit_of(ev)
+        if uid is not None and uid in mini.units:
             changed[uid] = mini.units[uid]
     fd = writer.cursor.jfd
     assert fd is not None
