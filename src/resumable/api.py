@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 
     P = ParamSpec("P")
     R = TypeVar("R")
-else:
-    def overload(fn):  # typing is not imported at run time (start-up cost); the last definition wins
-        return fn
 
 __all__ = ["Run", "find_runs_dir", "gc", "open_run", "read_doc", "run_job"]
 
@@ -280,20 +277,22 @@ class Run:
         return {**plan.summary(), "warnings": list(plan.warnings)}
 
     # -- durable steps (resumable.durable) --
-    @overload
-    def step(self, fn: Callable[P, R], /, *, name: str | None = None, key: Callable[..., object] | None = None,
-             version: str | int | None = None, serializer: str | Serializer = "json", retries: int = 0,
-             backoff: float = 1.0, retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-             retry_failed: bool = True) -> Callable[P, R]: ...
+    if TYPE_CHECKING:  # the overloads are for type checkers: typing is not imported at run time (start-up)
+        @overload
+        def step(self, fn: Callable[P, R], /, *, name: str | None = None,
+                 key: Callable[..., object] | None = None, version: str | int | None = None,
+                 serializer: str | Serializer = "json", retries: int = 0, backoff: float = 1.0,
+                 retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+                 retry_failed: bool = True) -> Callable[P, R]: ...
 
-    @overload
-    def step(self, fn: None = None, /, *, name: str | None = None,  # noqa: F811
-             key: Callable[..., object] | None = None,
-             version: str | int | None = None, serializer: str | Serializer = "json", retries: int = 0,
-             backoff: float = 1.0, retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-             retry_failed: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+        @overload
+        def step(self, fn: None = None, /, *, name: str | None = None,
+                 key: Callable[..., object] | None = None, version: str | int | None = None,
+                 serializer: str | Serializer = "json", retries: int = 0, backoff: float = 1.0,
+                 retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+                 retry_failed: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
-    def step(self, fn: Any = None, /, *, name: str | None = None, key: Any = None,  # noqa: F811
+    def step(self, fn: Any = None, /, *, name: str | None = None, key: Any = None,
              version: Any = None,
              serializer: Any = "json", retries: int = 0, backoff: float = 1.0, retry_on: Any = Exception,
              retry_failed: bool = True) -> Any:
