@@ -41,14 +41,14 @@ __all__ = ["Run", "find_runs_dir", "gc", "open_run", "read_doc", "run_job"]
 
 validate_launch = verbs.validate_launch
 
-# runner.process.TOKEN_ENV (not imported: it would load subprocess on every seed verb): the
+# runner.process.TOKEN_ENV (not imported: it would load subprocess on every low-level verb): the
 # runner's secret, in the environment of every step it starts.
 RUNNER_TOKEN_ENV = "RESUMABLE_RUNNER_TOKEN"
 
 
 def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
     """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else the nearest ``.resumable/runs`` (or
-    the seed's ``.ulpi/runs``) walking up from the current directory, as git finds ``.git``, else
+    ulpi's ``.ulpi/runs``) walking up from the current directory, as git finds ``.git``, else
     ``./.resumable/runs``."""
     from pathlib import Path
 
@@ -65,7 +65,7 @@ class Run:
     def __init__(self, handle: RunHandle, backend: Backend | None = None, *, by_path: bool = False) -> None:
         self.handle = handle
         self.backend = backend
-        self._by_path = by_path  # opened by a .json path (the seed's form), not by run id
+        self._by_path = by_path  # opened by a .json path (ulpi's form), not by run id
 
     @property
     def run_id(self) -> str:
@@ -254,7 +254,7 @@ class Run:
         all_units: bool = False,
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        """Trust git over the checkpoint (the seed pipeline's Task-Id reconciliation): every selected
+        """Trust git over the checkpoint (ulpi's autonomous-pipeline Task-Id reconciliation): every selected
         unit (default all) whose ``Task-Id:`` trailer is on a commit reachable from ``ref`` (default
         the run's ``pipeline.integrationRef``, else HEAD) becomes done with the note
         ``reconciled-from-trailer:<sha>``; a done unit with no such commit gets an open blocker
