@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any, ParamSpec, TypeVar, overload
 
-    from resumable.core.types import Summary
+    from resumable.core.types import Event, Summary
     from resumable.durable.attempts import StepFailed
     from resumable.durable.codec import Serializer
     from resumable.runner.options import RunOptions
@@ -136,7 +136,7 @@ class Run:
         return [{"seq": r.seq, **r.event} for r in self.handle.history(since)]
 
     # -- writes --
-    def _commit(self, event: dict[str, Any], *, lazy_view: bool = False) -> Any:
+    def _commit(self, event: Event, *, lazy_view: bool = False) -> Any:
         return self.handle.commit([event], lazy_view=lazy_view)[0]
 
     def _refuse_under_a_runner(self, verb: str) -> None:

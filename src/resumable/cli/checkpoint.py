@@ -28,15 +28,15 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _pretty(data: dict[str, Any]) -> None:
-    import json
+    from resumable.core import jsonio
 
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.write(jsonio.stdlib_dumps(data, indent=2, default=str) + "\n")
 
 
 def _compact(data: dict[str, Any]) -> None:
-    import json
+    from resumable.core import jsonio
 
-    sys.stdout.write(json.dumps(data, default=str) + "\n")
+    sys.stdout.write(jsonio.stdlib_dumps(data, default=str) + "\n")
 
 
 def _fail(message: str, code: int, *, stderr: bool = True, **extra: Any) -> int:
@@ -104,11 +104,11 @@ def write_command(ticket_id: str, run_id: str, phase: str, attempt: str | None, 
                   artifact_paths: str, payload: str, timestamp: str | None, strict: bool, base_dir: str | None,
                   phases_file: str | None) -> None:
     """Record that a phase completed (never overwrites: a new attempt is a new file)."""
-    import json
+    from resumable.core import jsonio
 
     code = 1 if strict else 0
     try:
-        parsed = [json.loads(text) if text else default
+        parsed = [jsonio.stdlib_loads(text) if text else default
                   for text, default in ((repo_commit_map, {}), (artifact_paths, []), (payload, {}))]
     except (ValueError, RecursionError) as exc:
         raise SystemExit(_fail(f"Invalid JSON argument: {exc}", code)) from None

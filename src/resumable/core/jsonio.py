@@ -410,3 +410,23 @@ def dumps_pretty(value: Any, *, big: bool = False) -> bytes:
         return _escape_controls(_pretty(value).encode("utf-8"))
     except RecursionError as exc:
         raise ValueError("value nested too deeply to encode") from exc
+
+
+# --- the standard library's text, where a format is not the store's ------------------------------
+
+
+def stdlib_dumps(value: Any, **options: Any) -> str:
+    """``json.dumps(value, **options)``: the standard library's exact text, for output that is not
+    the store's (a display with ``default=str``, another tool's file). Loads the ``json`` package
+    (about 6 ms), so only the commands that print such output pay for it."""
+    import json
+
+    return json.dumps(value, **options)
+
+
+def stdlib_loads(text: str | bytes, **options: Any) -> Any:
+    """``json.loads(text, **options)``, for formats that are not the store's (a hook's input,
+    another tool's file) and whose readers' options (``parse_constant``...) are their own."""
+    import json
+
+    return json.loads(text, **options)

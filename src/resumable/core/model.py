@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from typing import Any, Final, TypeGuard
 
-    from resumable.core.types import FinalState, PhaseState, Summary, UnitState, ValidationStatus
+    from resumable.core.types import FinalState, Launch, PhaseState, Summary, UnitState, ValidationStatus
 
 SCHEMA_VERSION: Final = 2
 
@@ -137,7 +137,7 @@ def new_document(
     units: list[str],
     at: str,
     *,
-    launch: dict[str, Any] | None = None,
+    launch: Launch | None = None,
     required_phases: list[str] | None = None,
     require_validation: bool = False,
 ) -> dict[str, Any]:
@@ -345,6 +345,17 @@ def unit_deps(unit: object) -> list[str]:
         if isinstance(deps, list):
             return [d for d in deps if isinstance(d, str)]
     return []
+
+
+def next_attempt_number(unit: object) -> int:
+    """The number the unit's next attempt gets: one above the highest ``n`` among its recorded
+    attempts (1 for a unit with none). Null-safe: a malformed attempt, or a boolean ``n``, counts
+    for nothing."""
+    attempts = unit.get("attempts") if isinstance(unit, dict) else None
+    if not isinstance(attempts, list):
+        return 1
+    ns = [a.get("n") for a in attempts if isinstance(a, dict)]
+    return max([n for n in ns if type(n) is int], default=0) + 1
 
 
 def iter_units(doc: Mapping[str, Any]) -> Iterator[tuple[str, str | None]]:

@@ -36,6 +36,7 @@ from resumable.durable.shipping import Unloadable
 from resumable.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.durable.engine import Call
     from resumable.durable.pool import Mapping
     from resumable.durable.shipping import Work
@@ -134,7 +135,7 @@ class Flight:
     def record(self, batch: list[tuple[Future[Outcome], str, Call]]) -> None:
         """Commit the outcomes of ``batch`` (taken out of ``pending``) and answer their items."""
         step, engine = self.m.step, self.m.step.engine
-        events: list[dict[str, Any]] = []
+        events: list[Event] = []
         settled: list[tuple[str, Any, BaseException | None]] = []
         for future, uid, call in batch:
             try:

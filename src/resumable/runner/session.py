@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resumable import store
@@ -24,6 +25,7 @@ from resumable.runner.options import RunOptions
 from resumable.runner.writer import SafeWriter
 
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.store.backend import Backend, RunHandle, RunnerLease
 
 
@@ -45,7 +47,17 @@ def load_job(opts: RunOptions) -> Job:
                         ("--step-log", opts.step_logs)):
         if value:
             raise UsageError(f"{flag} needs --step flags; in a job file set it on the step")
-    job = load_job_file(opts.jobfile or DEFAULT_JOB_FILE, name_override=opts.job)
+    if opts.jobfile:
+        path: str | Path = opts.jobfile
+    else:
+        from resumable.runner.joblocate import find_job_file
+
+        found = find_job_file(DEFAULT_JOB_FILE)
+        if found is None:
+            raise UsageError(f"no job file {DEFAULT_JOB_FILE!r} here or in a parent directory; write one (the"
+                             " format is in the runner's guide, docs/runner.md) or pass --step ID:COMMAND")
+        path = found
+    job = load_job_file(path, name_override=opts.job)
     # Command-line defaults override the file's, for one invocation.
     over: dict[str, Any] = {}
     for name in ("timeout", "retries", "backoff", "grace"):
@@ -200,7 +212,7 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         now = stamp(time.time(), ms=True)
         # A unit still in_progress belongs to a runner that died (we hold the lease and reaped its
         # processes): its attempt counts, and is closed as interrupted before the step runs again.
-        closing: list[dict[str, Any]] = []
+        closing: list[Event] = []
         for sid, u in units.items():
             if isinstance(u, dict) and u.get("status") == "in_progress":
                 n = next_attempt_number(u) - 1
@@ -213,19 +225,24 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
             units = _units(writer.doc) or units
         decisions = explain.plan(job, units, force=opts.force)
         marks = removal_marks(job, units)
+        # Inputs touched with their content unchanged: their new stats are stored (not hashed again).
+        refresh: list[Event] = [verbs.unit(sid, "done", fields={"fingerprint": d.refresh})
+                               for sid, d in decisions.items() if d.refresh is not None]
         if not closing and not marks and nothing_to_do(job, doc, decisions, launch):
             # As make with nothing to do: no write at all (a 100,000-step run would otherwise
             # rewrite its whole snapshot to record that nothing happened).
+            if refresh:
+                writer.write(f"{len(refresh)} step(s) with touched inputs", refresh, lazy=True)
             reporter.start(job, decisions, {})
             reporter.close()
             removed = removed_count(units, {s.id for s in job.steps})
-            print(f"{job.name}: done ({summary_of({'skipped': len(decisions)}, removed)})")
+            print(f"{job.name}: done ({summary_of(['skipped'] * len(decisions), removed)})")
             return 0
         writer.begin(launch)
         # One batch (one flush) for every step's bookkeeping before the work starts, however many.
         # Removal marks come first: each restates its unit's state as planned, before an
         # invalidation below may change that state.
-        prepare: list[dict[str, Any]] = marks
+        prepare: list[Event] = [*marks, *refresh]
         for s in job.steps:
             d = decisions[s.id]
             if d.invalidate:
@@ -307,7 +324,7 @@ def reconcile(job: Job, writer: SafeWriter, doc: Mapping[str, Any], reporter: An
     plan = plan_reconcile(doc, repo, ref, [s.id for s in job.steps], run_id=job.name)
     for warning in plan.warnings:
         reporter.warn(warning)
-    events = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
+    events: list[Event] = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
               for kind, uid, payload in plan.writes]
     if events:
         writer.write(f"reconcile against {ref}", events)

@@ -10,7 +10,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    Event = dict[str, Any]
+    from resumable.core.types import Event as Event
+
     Doc = dict[str, Any]
 else:
     Event = Doc = dict

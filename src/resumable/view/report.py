@@ -12,11 +12,11 @@ elements currently in the DOM): a headless browser test compares them.
 from __future__ import annotations
 
 import html
-import json
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from resumable.core import jsonio
 from resumable.core.stamps import stamp
 from resumable.core.text import escape_controls
 from resumable.view import status as view
@@ -232,7 +232,7 @@ _C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}  # json.dumps escapes C0 and
 
 def _script_json(value: object) -> str:
     # Inside <script> a "</script>" or "<!--" in a unit id or note would end the element early.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c").translate(_C1)
+    return jsonio.stdlib_dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c").translate(_C1)
 
 
 def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = "",

@@ -14,7 +14,6 @@ Rendering helpers at the bottom are pure: lines of ``(text, style)`` segments, a
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -24,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
+
+from resumable.core import jsonio
 
 WORKFLOW_STALE_SECONDS: Final = 30 * 60.0
 NO_OVERLAY_HINT: Final = (
@@ -176,7 +177,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def _json_parse(line: str) -> Any:
-    return json.loads(line, parse_constant=_reject_constant)
+    return jsonio.stdlib_loads(line, parse_constant=_reject_constant)
 
 
 def _valid_entry(entry: object) -> bool:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from resumable.core.types import Event
+
 
 class Writer:
     """The write side of one run, for one process. Keeps the document in memory between writes and
@@ -60,7 +62,7 @@ class Writer:
         return self.cursor.catch_up()
 
     # -- commit --
-    def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+    def commit(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
         """Apply ``events`` and make them durable, atomically: a refusal by any of them writes
         nothing. An ``init`` event starts the run (creating the directory, archiving a finished
         run's files) and must come alone. ``lazy_view`` leaves even a small run's snapshot to the
@@ -88,7 +90,7 @@ class Writer:
             self.cursor.locked = False
             self.lock.release()
 
-    def _init_locked(self, event: dict[str, Any], lazy_view: bool) -> Any:
+    def _init_locked(self, event: Event, lazy_view: bool) -> Any:
         state = self.cursor.catch_up()
         status = state.doc.get("status") if state.doc is not None else None
         # str check first: a hand-edited status may be a list (unhashable: TypeError).
@@ -116,7 +118,7 @@ class Writer:
         move_old_logs(self.files, base)
         return output
 
-    def _commit_locked(self, events: Sequence[dict[str, Any]], lazy_view: bool,
+    def _commit_locked(self, events: Sequence[Event], lazy_view: bool,
                        state: Loaded | None = None) -> list[Any]:
         if state is None:
             state = self.cursor.catch_up()
@@ -138,7 +140,7 @@ class Writer:
                         " init afresh); nothing was written"
                     )
                 state.shape_checked = state.doc
-        pending: list[dict[str, Any]] = []
+        pending: list[Event] = []
         if state.adopt is not None and state.doc is not None:
             if state.adopt == "import" and state.events_stat is not None:
                 from resumable.store.files import seed_adopt  # only for a seed run with an event log
@@ -178,7 +180,7 @@ class Writer:
         self.view.after_write(state, force=force, lazy=lazy_view)
         return outputs
 
-    def _append(self, state: Loaded, events: list[dict[str, Any]]) -> None:
+    def _append(self, state: Loaded, events: list[Event]) -> None:
         # Encode first: a value JSON cannot hold (e.g. undecodable argv bytes) must be refused
         # before the journal is created or touched.
         seq = state.seq
