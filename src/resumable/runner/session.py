@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resumable import store
@@ -46,7 +47,17 @@ def load_job(opts: RunOptions) -> Job:
                         ("--step-log", opts.step_logs)):
         if value:
             raise UsageError(f"{flag} needs --step flags; in a job file set it on the step")
-    job = load_job_file(opts.jobfile or DEFAULT_JOB_FILE, name_override=opts.job)
+    if opts.jobfile:
+        path: str | Path = opts.jobfile
+    else:
+        from resumable.runner.joblocate import find_job_file
+
+        found = find_job_file(DEFAULT_JOB_FILE)
+        if found is None:
+            raise UsageError(f"no job file {DEFAULT_JOB_FILE!r} here or in a parent directory; write one (the"
+                             " format is in the runner's guide, docs/runner.md) or pass --step ID:COMMAND")
+        path = found
+    job = load_job_file(path, name_override=opts.job)
     # Command-line defaults override the file's, for one invocation.
     over: dict[str, Any] = {}
     for name in ("timeout", "retries", "backoff", "grace"):
@@ -214,9 +225,14 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
             units = _units(writer.doc) or units
         decisions = explain.plan(job, units, force=opts.force)
         marks = removal_marks(job, units)
+        # Inputs touched with their content unchanged: their new stats are stored (not hashed again).
+        refresh: list[Event] = [verbs.unit(sid, "done", fields={"fingerprint": d.refresh})
+                               for sid, d in decisions.items() if d.refresh is not None]
         if not closing and not marks and nothing_to_do(job, doc, decisions, launch):
             # As make with nothing to do: no write at all (a 100,000-step run would otherwise
             # rewrite its whole snapshot to record that nothing happened).
+            if refresh:
+                writer.write(f"{len(refresh)} step(s) with touched inputs", refresh, lazy=True)
             reporter.start(job, decisions, {})
             reporter.close()
             removed = removed_count(units, {s.id for s in job.steps})
@@ -226,7 +242,7 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         # One batch (one flush) for every step's bookkeeping before the work starts, however many.
         # Removal marks come first: each restates its unit's state as planned, before an
         # invalidation below may change that state.
-        prepare: list[Event] = list(marks)
+        prepare: list[Event] = [*marks, *refresh]
         for s in job.steps:
             d = decisions[s.id]
             if d.invalidate:
