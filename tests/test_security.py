@@ -1,4 +1,4 @@
-"""What a runs directory trusts and what it refuses (the README's "Security model").
+"""What a runs directory trusts and what it refuses (docs/security.md, "Security model").
 
 Nothing planted is obeyed: a link in place of any file or directory resumable writes under a runs
 directory is a one-line error and its target is never touched; a FIFO (or any non-regular file) is

@@ -73,7 +73,7 @@ class Interrupted(ResumableError):
     pass
 
 
-# The one table from the error tree to exit codes (README: Exit codes). A class not listed takes
+# The one table from the error tree to exit codes (docs/reference/exit-codes.md). A class not listed takes
 # its nearest listed base's code; a test checks that every class of the tree is listed.
 EXIT_CODES: dict[type[ResumableError], int] = {
     ResumableError: 1,

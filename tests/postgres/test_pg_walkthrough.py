@@ -1,4 +1,4 @@
-"""The walkthrough of the README's "Running on many machines", run as it is written: two
+"""The walkthrough of docs/many-machines.md ("Running on many machines"), run as it is written: two
 workers on this machine standing in for two hosts, against a test database."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from pgtests import BIN
 from storecase import clean
 
-DOC = Path(__file__).resolve().parents[2] / "README.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "many-machines.md"
 EXAMPLE_URL = "postgresql://you@db-host/resumable"
 
 

@@ -53,3 +53,16 @@ def test_a_save_that_failed_for_another_reason_says_that_reason(work: Path, brok
     assert "free disk space" not in r.output
     hint = [line for line in r.output.splitlines() if "re-run the same command" in line]
     assert hint and "Input/output error" in hint[0], r.output
+
+
+def test_a_resume_line_names_the_postgresql_store_without_its_password() -> None:
+    import os
+
+    from resumable.runner.conclude import resume_hint
+
+    launch = {"argv": ["resumable", "run", "-k"], "cwd": os.getcwd()}
+    assert resume_hint(launch) == "resumable run -k"
+    assert resume_hint(launch, "postgresql://ann:secret@db.example:5433/runs?sslmode=require") == (
+        "resumable run -k --store 'postgresql://ann@db.example:5433/runs?sslmode=require'")
+    named = {"argv": ["resumable", "run", "--store", "postgresql://db/x"], "cwd": os.getcwd()}
+    assert resume_hint(named, "postgresql://db/x") == "resumable run --store postgresql://db/x"

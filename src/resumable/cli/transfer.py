@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +23,9 @@ from resumable.core import jsonio
 from resumable.core.stamps import stamp
 from resumable.errors import InvalidInputError, RefusedError, ResumableError, StoreError
 from resumable.view import discovery
+
+if TYPE_CHECKING:
+    from resumable.core.types import Event, InitEvent
 
 FORMAT = "resumable-export"
 VERSION = 1
@@ -108,12 +111,12 @@ def read_export(path: str) -> dict[str, Any]:
     return value
 
 
-def plan_import(run_id: str, history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def plan_import(run_id: str, history: list[Event]) -> list[list[Event]]:
     """The commits that rebuild the run: its init alone, then everything else at once."""
     first, rest = history[0], history[1:]
     if first.get("t") != "init":
         # A run whose history starts from an adopted document (a seed file): an init to adopt it into.
-        init = {"t": "init", "id": run_id, "task": "imported", "units": [], "at": first.get("at", stamp())}
+        init: InitEvent = {"t": "init", "id": run_id, "task": "imported", "units": [], "at": first.get("at", stamp())}
         first, rest = init, history
     return [[first], rest] if rest else [[first]]
 
@@ -130,7 +133,7 @@ def import_command(file: str, runs_dir: str | None, store_url: str | None) -> No
 
     value = read_export(file)
     run_id = check_run_id(value["run"])
-    history: list[dict[str, Any]] = value["history"]
+    history: list[Event] = value["history"]
     backend = store.open_backend(runs_dir, url=store_url)
     try:
         handle = backend.open(run_id)

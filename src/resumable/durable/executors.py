@@ -36,6 +36,7 @@ from resumable.durable.shipping import Unloadable
 from resumable.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.durable.engine import Call
     from resumable.durable.pool import Mapping
     from resumable.durable.shipping import Work
@@ -151,7 +152,7 @@ class Flight:
     def record(self, batch: list[tuple[Any, str, Call]]) -> None:
         """Commit the outcomes of ``batch`` (taken out of ``pending``) and answer their items."""
         step, engine = self.m.step, self.m.step.engine
-        events: list[dict[str, Any]] = []
+        events: list[Event] = []
         settled: list[tuple[str, Any, BaseException | None]] = []
         try:
             ended = self.resolve(batch)

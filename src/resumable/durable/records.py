@@ -29,9 +29,9 @@ from resumable.store.backend import UnitDigest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.store.backend import RunHandle
 
-Event = dict[str, Any]
 REFRESH_EVERY = 1.0  # seconds: how stale a cache hit's view of other processes' writes may be
 FREEZE_FROM = 10_000  # units: a run this big, once loaded, is frozen out of the cyclic collector's sight
 

@@ -24,6 +24,9 @@ from typing import Any
 
 from resumable.core import verbs
 from resumable.core.model import MAX_NESTING, MAX_UNIT_ID, check_unit_id
+
+# Settled is a run-time alias, so Event is imported at run time here (typing is loaded anyway).
+from resumable.core.types import Event
 from resumable.durable import codec
 from resumable.durable.attempts import Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
 from resumable.durable.digest import Recorded, recorded_error
@@ -31,7 +34,6 @@ from resumable.durable.engine import Call, Engine
 from resumable.durable.keys import Binder, arguments_key, check_step_name, custom_key, readable_key, unit_id
 from resumable.errors import InvalidInputError
 
-Event = dict[str, Any]
 Settled = tuple[list[Event], Any, BaseException | None]  # (records to commit, value, exception to raise)
 
 _STACK: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("resumable_steps", default=())
@@ -244,7 +246,9 @@ class Step:
         if earlier:
             events += [verbs.unit(call.uid, "failed", attempt=a, fields=fields,
                                   note=codec.error_line(a.get("error") or {})) for a in out.attempts[:-1]]
-        last = out.attempts[-1]
+        # An attempt record (durable.attempts builds them as plain dicts: typing them is its to do).
+        last: Any = out.attempts[-1]
+        final: Event
         if out.ok:
             done = {**fields, "version": self.version, "result": field}
             if depth + 2 <= MAX_NESTING:

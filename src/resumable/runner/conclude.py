@@ -6,21 +6,44 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
-from resumable.core import verbs
+from resumable.core import policy, verbs
 from resumable.runner.attempt import Outcome
 from resumable.runner.jobfile import Job
 from resumable.runner.writer import SafeWriter
 
-ITEM_PREFIX = "step-failed:"
+if TYPE_CHECKING:
+    from resumable.core.types import Event, UnitEvent
+
+ITEM_PREFIX = policy.ITEM_PREFIX
 
 
-def resume_hint(launch: Mapping[str, Any]) -> str:
-    cmd = shlex.join(launch["argv"])
+def resume_hint(launch: Mapping[str, Any], store: str | None = None) -> str:
+    """The command that resumes the run, pasteable: quoted, in its directory, and naming the
+    PostgreSQL store (``store``: the URL in effect, without its password) when the launch did not
+    name it (it came from RESUMABLE_STORE, which the reader's shell may not have)."""
+    argv = list(launch["argv"])
+    if store is not None and "--store" not in argv:
+        argv += ["--store", redact_url(store)]
+    cmd = shlex.join(argv)
     cwd = launch.get("cwd")
     return f"cd {shlex.quote(cwd)} && {cmd}" if cwd and cwd != os.getcwd() else cmd
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (give it in PGPASSWORD or ~/.pgpass): for what is stored or printed."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}"
+        return urlunsplit(parts._replace(netloc=f"{parts.username or ''}@{host}"))
+    except ValueError:
+        return url
 
 
 def removed_count(units: Mapping[str, Any], step_ids: set[str] | frozenset[str]) -> int:
@@ -29,7 +52,7 @@ def removed_count(units: Mapping[str, Any], step_ids: set[str] | frozenset[str])
                if uid not in step_ids and isinstance(u, dict) and u.get("removed") is True)
 
 
-def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
+def removal_marks(job: Job, units: Mapping[str, Any]) -> list[UnitEvent]:
     """Events marking the units of steps the job file no longer has ``removed`` (status shows them
     apart and counts them in no done/total, as the runner's summary does), and clearing the mark of
     a step that came back. A unit keeps its state and stamps either way: a step that comes back
@@ -37,7 +60,7 @@ def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
     from resumable.core.model import UNIT_STATES
 
     steps = {s.id for s in job.steps}
-    out: list[dict[str, Any]] = []
+    out: list[UnitEvent] = []
     for uid, unit in units.items():
         if not isinstance(unit, dict) or unit.get("status") not in UNIT_STATES:
             continue  # malformed: shown as such by status, not restated here
@@ -47,12 +70,7 @@ def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def summary_of(counts: Mapping[str, int], removed: int) -> str:
-    """``1 done, 2 skipped`` (+ ``, 1 removed``): the runner's summary line and the run's result."""
-    parts = [f"{n} {st}" for st, n in sorted(counts.items())]
-    if removed:
-        parts.append(f"{removed} removed")
-    return ", ".join(parts)
+summary_of = policy.summary_of
 
 
 def unsaved_hint(writer: SafeWriter) -> str:
@@ -67,56 +85,67 @@ def unsaved_hint(writer: SafeWriter) -> str:
     return f"{reason}; re-run the same command{again}"
 
 
-def conclude(job: Job, writer: SafeWriter, out: Outcome, launch: Mapping[str, Any], reporter: Any,
-             *, quiet: bool) -> int:
-    doc = writer.doc
-    open_items = [it for it in (doc.get("openItems") or []) if isinstance(it, dict)]
-    ours = {it.get("id") for it in open_items if str(it.get("id", "")).startswith(ITEM_PREFIX)}
-    to_resolve = [f"{ITEM_PREFIX}{sid}" for sid, st in out.states.items()
-                  if st in ("done", "skipped") and f"{ITEM_PREFIX}{sid}" in ours]
-    if to_resolve:
-        writer.resolve(to_resolve)
-    counts: dict[str, int] = {}
-    for st in out.states.values():
-        counts[st] = counts.get(st, 0) + 1
-    # Units the job no longer has (a step removed from the job file) are kept, as the seed keeps
-    # them, marked removed (session.removal_marks): counted apart here as status counts them.
-    step_ids = {s.id for s in job.steps}
+def ends_of(job: Job, out: Outcome, doc: Mapping[str, Any],
+            selected: Collection[str] | None = None) -> dict[str, policy.StepEnd]:
+    """How each step of the job ended in this session, for ``policy.verdict``. A step left out
+    of the ``selected`` ones (the targets and what they need) ends as its unit stands: skipped
+    when done, else ``not selected``."""
     units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
     assert isinstance(units, dict)
-    summary = summary_of(counts, removed_count(units, step_ids))
+    ends = {}
+    for step in job.steps:
+        sid = step.id
+        unit = units.get(sid)
+        if selected is not None and sid not in selected:
+            done = isinstance(unit, dict) and unit.get("status") == "done"
+            ends[sid] = policy.StepEnd("skipped" if done else "not selected")
+            continue
+        state = out.states.get(sid, "pending")
+        log = out.logs.get(sid) or (unit.get("log") if isinstance(unit, dict) else None)
+        ends[sid] = policy.StepEnd(state, out.attempts.get(sid, 0), out.last_exit.get(sid), log)
+    return ends
 
-    # While a removed unit is not done the run cannot honestly be finalized done.
-    stale = sorted(uid for uid, u in units.items()
-                   if uid not in step_ids and not (isinstance(u, dict) and u.get("status") == "done"))
-    finished = out.all_done and not stale
-    if stale and out.all_done:
-        reporter.warn(f"the run has units this job no longer has, not done: {', '.join(stale)}; "
+
+def _write_each(writer: SafeWriter, events: list[Event]) -> None:
+    """Each event a write of its own, as the steps' writes are: a refused finalize leaves the
+    resolved findings resolved."""
+    for event in events:
+        if event["t"] == "finalize":
+            writer.finalize(event["status"], event.get("result"))
+        elif event["t"] == "item":
+            writer.item(event["items"])
+        elif event["t"] == "resolve":
+            writer.resolve(event["ids"])
+        else:
+            writer.write(event["t"], [event])
+
+
+def conclude(job: Job, writer: SafeWriter, out: Outcome, launch: Mapping[str, Any], reporter: Any,
+             *, quiet: bool, selected: Collection[str] | None = None) -> int:
+    """``selected``: the steps of a run of targets (they and what they need): all of them done,
+    the session succeeded, though the run stays open while the other steps are not done."""
+    ends = ends_of(job, out, writer.doc, selected)
+    verdict = policy.verdict(ends, writer.doc)
+    summary = verdict.summary
+    finished = verdict.finished and not out.interrupted
+    if selected is not None and not out.interrupted:
+        finished = finished or all(ends[sid].state in policy.FINISHED_STATES for sid in selected)
+    if verdict.stale and all(e.state in policy.FINISHED_STATES for e in ends.values()):
+        reporter.warn(f"the run has units this job no longer has, not done: {', '.join(verdict.stale)}; "
                       "the run stays needs_attention (use --reset to start afresh)")
     refusal: str | None = None
     if out.interrupted:
-        # Not "running": nothing runs any more. needs_attention is live to init and gc alike, so
-        # the run is resumed, never re-initialised or archived, and status says what to do.
-        writer.finalize("needs_attention", f"interrupted ({summary})")
-    elif finished:
+        _write_each(writer, [e for e in verdict.events if e.get("t") == "resolve"])
+        _write_each(writer, policy.interrupted(ends, writer.doc))
+    else:
         dropped = len(writer.dropped)
-        writer.finalize("done", summary)
-        if len(writer.dropped) > dropped:
+        _write_each(writer, verdict.events)
+        if verdict.finished and len(writer.dropped) > dropped:
             # Refused: another process changed the run meanwhile (an open finding, a unit added).
             # The run is not left "running" with no runner: it needs attention, and says why.
             refusal = writer.dropped.pop().removeprefix("finalize done: ")
             finished = False
-            writer.finalize("needs_attention", f"{summary}; {refusal}")
-    else:
-        items = [{
-            "id": f"{ITEM_PREFIX}{sid}", "kind": "step_failed", "step": sid,
-            "status": out.states.get(sid), "attempts": out.attempts.get(sid, 0),
-            "lastExitCode": out.last_exit.get(sid), "log": out.logs.get(sid),
-            "summary": f"step {sid} {out.states.get(sid)} (exit {out.last_exit.get(sid)})",
-        } for sid in out.failed]
-        if items:
-            writer.item(items)
-        writer.finalize("needs_attention", summary)
+            _write_each(writer, verdict.refused(refusal))
     writer.retry()
 
     if out.failed and not quiet:

@@ -4,9 +4,8 @@ It receives everything with side effects (the store writer, the monotonic clock,
 spawner, the random source, the reporter), so tests can drive it with fakes. Outcomes are data:
 a failed step is a recorded result, never an exception.
 
-Stop rules (make's): on a final failure no new step starts and running ones finish; with
-``keep_going`` every step that does not depend on a failure still runs and dependents are
-``dep_blocked`` on the root failure; ``max_failures`` stops once that many steps have failed.
+What an outcome leads to (a retry after its backoff, dependents dep_blocked, the run stopping) is
+decided by ``core.policy``, the rules the PostgreSQL workers apply too.
 """
 
 from __future__ import annotations
@@ -17,9 +16,10 @@ import select
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from resumable.core import verbs
+from resumable.core import policy, verbs
+from resumable.core.policy import JobRules, RetryPolicy
 from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
 from resumable.runner import process
@@ -37,9 +37,11 @@ from resumable.runner.flusher import Flusher
 from resumable.runner.jobfile import Job, Step
 from resumable.runner.launcher import Launcher
 from resumable.runner.process import TOKEN_ENV, Spawner, StepHandle
-from resumable.runner.retry import RetryPolicy
 from resumable.runner.writer import SafeWriter
 from resumable.store.values import LeftoverGroup
+
+if TYPE_CHECKING:
+    from resumable.core.types import Event
 
 _MAX_WAIT = 0.1  # an interrupt or a display tick is noticed within this long
 
@@ -122,6 +124,8 @@ class Scheduler:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.steps = {s.id: s for s in job.steps}
         self.order = {s.id: i for i, s in enumerate(job.steps)}
+        self.needs = {s.id: s.needs for s in job.steps}
+        self.rules = JobRules(options.keep_going, options.max_failures)
         self.interrupts = 0
         self.out = Outcome()
         self.handled_interrupts = 0
@@ -134,7 +138,7 @@ class Scheduler:
             self.launcher = Launcher(spawner, launch_threads)
             self.flusher = Flusher(lambda label, events, lazy: self.w.write(label, events, lazy=lazy))
         # The pass's batch: events to commit, then what to do once they are durable.
-        self._events: list[dict[str, Any]] = []
+        self._events: list[Event] = []
         self._what: list[str] = []
         self._after: list[Callable[[], None]] = []
 
@@ -256,14 +260,18 @@ class Scheduler:
                     continue
                 tries[sid] = tries.get(sid, 0) + 1
                 next_n[sid] = a.n + 1
-                policy = RetryPolicy(a.step.retries, a.step.backoff, a.step.jitter)
+                decision = policy.decide(
+                    sid, status, failures=tries[sid], retry=RetryPolicy(a.step.retries, a.step.backoff, a.step.jitter),
+                    rules=self.rules, stopping=stopping, failed_steps=len(self.out.failed),
+                    dependents=self.dependents, needs=self.needs, states=state, now=now, rand=self.rand,
+                    roots=self.blocked_root)
+                settled = decision.settled
                 exit_code = self.out.last_exit.get(sid)
-                if status != "interrupted" and not stopping and policy.should_retry(tries[sid]):
-                    delay = policy.delay(tries[sid], self.rand)
-                    heapq.heappush(backoff, (now + delay, self.order[sid], sid))
+                if settled.due is not None:
+                    heapq.heappush(backoff, (settled.due, self.order[sid], sid))
                     state[sid] = "backoff"
                     self._later(self.reporter.step_finished, a.step, a.n, status, now - a.started,
-                                exit_code, a.log, delay)
+                                exit_code, a.log, settled.retry_in)
                     continue
                 state[sid] = status
                 self._later(self.reporter.step_finished, a.step, a.n, status, now - a.started,
@@ -271,11 +279,8 @@ class Scheduler:
                 if status == "interrupted":
                     continue
                 self.out.failed.append(sid)
-                if self.opt.keep_going:
-                    self._block_dependents(sid, state)
-                cap = self.opt.max_failures
-                if not self.opt.keep_going or (cap is not None and len(self.out.failed) >= cap):
-                    stopping = True
+                self._blocked(decision.blocked, state)
+                stopping = decision.stop
 
             for d in list(draining):
                 if not d.handle.leftovers():
@@ -327,7 +332,7 @@ class Scheduler:
 
     # -- the batch ------------------------------------------------------------------------------
 
-    def _record(self, what: str, event: dict[str, Any]) -> None:
+    def _record(self, what: str, event: Event) -> None:
         self._events.append(event)
         self._what.append(what)
 
@@ -354,24 +359,13 @@ class Scheduler:
         for fn in after:
             fn()
 
-    def _block_dependents(self, root_failed: str, state: dict[str, str]) -> None:
-        """keep-going: every waiting step downstream of a final failure is dep_blocked on its root,
-        each once (a breadth-first walk over the dependents)."""
-        root = self.blocked_root.get(root_failed, root_failed)
-        queue = [root_failed]
-        while queue:
-            parent = queue.pop()
-            for child in self.dependents.get(parent, ()):
-                if state[child] != "waiting":
-                    continue
-                state[child] = "dep_blocked"
-                self.blocked_root[child] = root
-                step = self.steps[child]
-                self._record(f"{child} -> dep_blocked", verbs.unit(
-                    child, "dep_blocked", note=f"blocked by {root}", deps=list(step.needs),
-                    fields={"blockedBy": root}))
-                self._later(self.reporter.step_blocked, step, root)
-                queue.append(child)
+    def _blocked(self, blocked: policy.Blocked, state: dict[str, str]) -> None:
+        """keep-going: the steps a final failure blocks, recorded in the pass's batch."""
+        for event, (child, root) in zip(blocked.events, blocked.steps.items(), strict=True):
+            state[child] = "dep_blocked"
+            self.blocked_root[child] = root
+            self._record(f"{child} -> dep_blocked", event)
+            self._later(self.reporter.step_blocked, self.steps[child], root)
 
     # -- pieces ---------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from resumable.runner import explain
-from resumable.runner.conclude import removal_marks, resume_hint
+from resumable.runner.conclude import redact_url, removal_marks, resume_hint
 from resumable.runner.display import PlainReporter, fmt_duration, make_reporter
 from resumable.runner.fingerprint import fingerprint
 from resumable.runner.jobfile import Job, Step
@@ -19,6 +19,7 @@ from resumable.runner.options import RunOptions
 from resumable.runner.stepspec import to_spec
 from resumable.runner.worker import Worker, WorkerOptions, install_signal_handlers
 from resumable.runner.workqueue import ClaimLike
+from resumable.store import store_url
 
 
 def submit_job(queue: Any, job: Job, *, launch: dict[str, Any], force: bool = False, keep_going: bool = False,
@@ -100,19 +101,6 @@ def launch_of(command: str, args: list[str]) -> dict[str, Any]:
     return {"kind": "resumable", "argv": ["resumable", command, *argv], "cwd": os.getcwd()}
 
 
-def redact_url(url: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}"
-        return urlunsplit(parts._replace(netloc=f"{parts.username or ''}@{host}"))
-    except ValueError:
-        return url
-
-
 def run_job_on(job: Job, queue: Any, opts: RunOptions) -> int:
     """``resumable run`` on a work-queue store: submit, then work on this run until it ends."""
     reporter = make_reporter(opts.quiet, verbose=opts.verbose)
@@ -131,7 +119,7 @@ def run_job_on(job: Job, queue: Any, opts: RunOptions) -> int:
         reporter.close()
     if code == 130:
         print(f"{job.name}: interrupted ({queue.step_summary(job.name)})")
-        print(f"resume with: {resume_hint(launch)}")
+        print(f"resume with: {resume_hint(launch, store_url(opts.store))}")
         return 130
     doc = queue.open(job.name).read()
     finished = doc.get("status") == "done"
@@ -139,5 +127,5 @@ def run_job_on(job: Job, queue: Any, opts: RunOptions) -> int:
         reporter.failure_tails(sys.stdout)
     print(f"{job.name}: {'done' if finished else 'needs attention'} ({doc.get('result')})")
     if not finished:
-        print(f"resume with: {resume_hint(launch)}")
+        print(f"resume with: {resume_hint(launch, store_url(opts.store))}")
     return 0 if finished else 1

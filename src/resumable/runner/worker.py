@@ -298,6 +298,7 @@ class Worker:
         back = [o for o in outs if o.result["status"] == "interrupted"]
         rest = [o for o in outs if o.result["status"] != "interrupted"]
         recorded: dict[int, bool] = {}
+        retry_in: dict[int, float | None] = {}
         follow: Sequence[ClaimLike] = ()
         for o in back:
             try:
@@ -310,16 +311,18 @@ class Worker:
         if rest:
             more = 0 if self.stopping else self.jobs - len(self.running)
             try:
-                flags, follow = self.queue.complete([(o.run.claim, o.result, o.retry_delay) for o in rest], more=more,
-                                                    worker=self.info, ttl=self.opts.ttl, log_path=self._log_path)
-                recorded.update({id(o): flag for o, flag in zip(rest, flags, strict=True)})
+                settled, follow = self.queue.complete([(o.run.claim, o.result, o.policy) for o in rest], more=more,
+                                                      worker=self.info, ttl=self.opts.ttl, log_path=self._log_path)
+                for o, got in zip(rest, settled, strict=True):
+                    recorded[id(o)] = got is not None
+                    retry_in[id(o)] = got.retry_in if got is not None else None
             except StoreError as exc:
                 for o in rest:
                     self._not_recorded(o, exc)
                     recorded[id(o)] = False
         for o in outs:
             self.sink.finished(o.run.claim, o.run.step, o.result["status"], o.duration, o.exit_code,
-                               o.delays[-1] if o.delays else None, recorded[id(o)])
+                               retry_in.get(id(o)), recorded[id(o)])
         for nxt in follow:
             self._start(nxt)
 

@@ -5,15 +5,15 @@ it started), plus the end of its log, which is stored with the attempt."""
 from __future__ import annotations
 
 import os
-import random
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from resumable.core.policy import RetryPolicy
+from resumable.runner import fingerprint as fp
 from resumable.runner import process
 from resumable.runner.attempt import attempt_record, classify
 from resumable.runner.jobfile import Step
-from resumable.runner.retry import RetryPolicy
 from resumable.runner.workqueue import ClaimLike
 
 LOG_LIMIT = 1 << 20  # bytes of an attempt's log stored with it (the end of the log: where errors are)
@@ -41,16 +41,7 @@ class Outcome:
     result: dict[str, Any]
     duration: float
     exit_code: int
-    policy: RetryPolicy
-    delays: list[float] = field(default_factory=list)
-
-    def retry_delay(self, failures: int) -> float | None:
-        """The wait before retry ``failures`` (None: no retry left), as the local runner's policy."""
-        if not self.policy.should_retry(failures):
-            return None
-        delay = self.policy.delay(failures, random.random)
-        self.delays.append(delay)
-        return delay
+    policy: RetryPolicy  # the step's retries: applied by the store with ``core.policy``
 
 
 @dataclass
@@ -69,11 +60,15 @@ def outcome_of(a: Running, code: int, now: float, wall: float, host: str, worker
                                                     timed_out=a.timed_out)
     attempt = attempt_record(c.n, status, a.started_wall, wall, exit_code, duration, log_file, code, reason)
     attempt["host"], attempt["worker"] = host, worker_id
-    fields: dict[str, Any] = {"command": step.command_text, "lastExitCode": exit_code, "log": log_file}
+    # The unit's fields as the local runner records them (runner.attempt.finished_attempt), plus
+    # the host a done step's fingerprint was taken on (input hashes are reused only there).
+    fields: dict[str, Any]
     if status == "done":
-        fields["fingerprint"] = a.fingerprint
-        fields["fingerprintHost"] = host
-        fields["artifacts"] = artifacts
+        fields = {"fingerprint": a.fingerprint, "fingerprintHost": host}
+        if artifacts:
+            fields["artifacts"] = artifacts
+    else:
+        fields = {"lastExitCode": exit_code, "log": log_file}
     note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
     result = {"status": status, "note": note, "attempt": attempt, "fields": fields, "exit_code": exit_code,
               "reason": reason or None, "log": read_log(log_file)}
@@ -90,7 +85,7 @@ def fingerprint_differences(submitted: object, here: dict[str, Any]) -> list[str
     assert isinstance(theirs, dict)
     for path, rec in here.get("inputs", {}).items():
         old = theirs.get(path)
-        if (old or {}).get("sha256") != (rec or {}).get("sha256"):
+        if fp.record_sha(old) != fp.record_sha(rec):
             out.append(f"input {'missing' if rec is None else 'differs'}: {path}")
     return out
 

@@ -30,7 +30,7 @@ types what the runner uses of it), on its backend object:
   attempt number, and a fencing token (the lease epoch); ``wake``: seconds until something falls
   due without a notification.
 - ``renew(worker, claims, ttl) -> list[Claim]``: heartbeat; returns the claims that were lost.
-- ``complete([(claim, result, retry_delay), ...], more=) -> (recorded, claims)``: commit outcomes
+- ``complete([(claim, result, retry_policy), ...], more=) -> (settled, claims)``: commit outcomes
   only where the claim's epoch is still current; a stale completion is kept with its attempt and
   refused (False), never applied. ``more``: the next claims, in the same transaction.
 - ``release(claim, reason)``: hand a claim back without an outcome (a worker stopping).

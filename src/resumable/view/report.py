@@ -12,11 +12,11 @@ elements currently in the DOM): a headless browser test compares them.
 from __future__ import annotations
 
 import html
-import json
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from resumable.core import jsonio
 from resumable.core.stamps import stamp
 from resumable.core.text import escape_controls
 from resumable.view import status as view
@@ -76,7 +76,8 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
                               code if isinstance(code, int) and not isinstance(code, bool)
                               else None, dur))
         elif isinstance(unit, dict):
-            # A seed unit has no attempts, only its own start/finish: one bar for its one run.
+            # A unit a script wrote (through a low-level verb) has no attempts, only its own
+            # start/finish: one bar for its one run.
             start = view.parse_ts(unit.get("startedAt"))
             if start is not None:
                 end = view.parse_ts(unit.get("finishedAt"))
@@ -232,7 +233,7 @@ _C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}  # json.dumps escapes C0 and
 
 def _script_json(value: object) -> str:
     # Inside <script> a "</script>" or "<!--" in a unit id or note would end the element early.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c").translate(_C1)
+    return jsonio.stdlib_dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c").translate(_C1)
 
 
 def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = "",

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator, Sequence
     from typing import Any
 
+    from resumable.core.types import Event
     from resumable.store.backend import LeaseState
     from resumable.store.files.lease import FileRunnerLease
     from resumable.store.values import GcResult, Record, RunEntry
@@ -122,7 +123,7 @@ class FileRunHandle:
             raise missing_run(self.files)
         return doc
 
-    def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+    def commit(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
         return self.writer.commit(events, lazy_view=lazy_view)
 
     def runner_holder(self) -> dict[str, Any] | None:

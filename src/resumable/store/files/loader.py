@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from resumable.core.types import Event
+
 
 class Loaded:
     """What a load found; the writer keeps it up to date between its writes."""
@@ -73,7 +75,7 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 def replay(
-    records: list[tuple[int, dict[str, Any]]], doc: dict[str, Any] | None, path: str, *, lenient: bool
+    records: list[tuple[int, Event]], doc: dict[str, Any] | None, path: str, *, lenient: bool
 ) -> dict[str, Any] | None:
     for seq, event in records:
         try:

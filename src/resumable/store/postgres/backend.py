@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import TypeVar
 
+    from resumable.core.policy import RetryPolicy, Settled
     from resumable.store.postgres.claims import Claim, WorkerInfo
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.lease import PgRunnerLease
@@ -218,9 +219,9 @@ class PgBackend:
 
         return claims.renew(self, worker, held, ttl)
 
-    def complete(self, items: Sequence[tuple[Claim, Mapping[str, Any], Callable[[int], float | None]]], *,
+    def complete(self, items: Sequence[tuple[Claim, Mapping[str, Any], RetryPolicy]], *,
                  more: int = 0, worker: WorkerInfo | None = None, ttl: float = 0.0,
-                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[list[bool], list[Claim]]:
+                 log_path: Callable[[str, str, int], str] | None = None) -> tuple[list[Settled | None], list[Claim]]:
         """Record outcomes of one run's attempts if their claims hold (``outcomes.complete``),
         claiming up to ``more`` ready steps of the run in the same transaction."""
         from resumable.store.postgres import claims, outcomes

@@ -193,7 +193,7 @@ def take_steps(w: RunWriter, asked: Asked, run_id: str, rows: Sequence[Sequence[
         w.apply([verbs.unit(step, "in_progress", deps=list(needs),
                             attempt={"n": n, "status": "running", "startedAt": at, "log": log,
                                      "host": worker.host, "worker": worker.id},
-                            fields={"command": spec.get("command_text", ""), "log": log})])
+                            fields={"command": spec.get("command_text", "")})])
         taken.append((step, n, int(epoch) + 1, log))
         claims.append(Claim(run_id, pk, step, n, int(epoch) + 1, spec, _unit_copy(units_of(w.doc).get(step)), log))
     if taken:

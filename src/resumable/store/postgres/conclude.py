@@ -1,20 +1,18 @@
 """The end of a submitted run: once no step runs and none can start, the last transaction that
-touched it resolves or opens the findings of failed steps and finalizes it, in the same way and
-with the same words as the local runner's ``runner.conclude`` (so ``status`` reads the same)."""
+touched it records the verdict of ``core.policy``, the local runner's own (so ``status`` reads
+the same in both stores)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from resumable.core import verbs
-from resumable.core.model import unit_status, units_of
+from resumable.core import policy
+from resumable.core.model import units_of
 from resumable.errors import RefusedError
 
 if TYPE_CHECKING:
     from resumable.store.postgres.runstate import RunWriter
 
-ITEM_PREFIX = "step-failed:"  # the local runner's ids: a run moved between stores keeps its findings
-_FAILED = ("failed", "timeout")
 
 
 def step_states(w: RunWriter) -> list[tuple[str, str, int]]:
@@ -22,13 +20,6 @@ def step_states(w: RunWriter) -> list[tuple[str, str, int]]:
     rows = w.conn.execute("SELECT step, state, tries FROM resumable_steps WHERE run_pk = %s ORDER BY ord",
                           (w.row.pk,)).fetchall()
     return [(r[0], r[1], int(r[2])) for r in rows]
-
-
-def summary_of(states: list[tuple[str, str, int]]) -> str:
-    counts: dict[str, int] = {}
-    for _, state, _ in states:
-        counts[state] = counts.get(state, 0) + 1
-    return ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))
 
 
 def over(w: RunWriter) -> bool:
@@ -46,40 +37,22 @@ def over(w: RunWriter) -> bool:
 
 
 def conclude(w: RunWriter) -> bool:
-    """Finalize the run if it is over; True when it was."""
+    """Finalize the run if it is over (``policy.verdict``); True when it was."""
     if w.doc.get("status") != "running" or not over(w):
         return False
-    states = step_states(w)
-    doc = w.doc
-    open_items = [it for it in (doc.get("openItems") or []) if isinstance(it, dict)]
-    ours = {it.get("id") for it in open_items if str(it.get("id", "")).startswith(ITEM_PREFIX)}
-    to_resolve = [f"{ITEM_PREFIX}{sid}" for sid, st, _ in states
-                  if st in ("done", "skipped") and f"{ITEM_PREFIX}{sid}" in ours]
-    if to_resolve:
-        w.apply([verbs.resolve(to_resolve)])
-    summary = summary_of(states)
-    step_ids = {sid for sid, _, _ in states}
     units = units_of(w.doc)
-    stale = sorted(uid for uid, u in units.items() if uid not in step_ids and unit_status(u) != "done")
-    finished = all(st in ("done", "skipped") for _, st, _ in states) and not stale
-    if finished:
-        try:
-            w.apply([verbs.finalize("done", summary)])
-            return True
-        except RefusedError as exc:  # e.g. a finding someone else recorded is still open
-            summary = f"{summary}; {exc}"
-    items: list[dict[str, Any]] = []
-    for sid, st, tries in states:
-        if st not in _FAILED:
-            continue
+    ends = {}
+    for sid, state, tries in step_states(w):
         unit = units.get(sid) if isinstance(units.get(sid), dict) else {}
         assert isinstance(unit, dict)
-        items.append({
-            "id": f"{ITEM_PREFIX}{sid}", "kind": "step_failed", "step": sid, "status": st, "attempts": tries,
-            "lastExitCode": unit.get("lastExitCode"), "log": unit.get("log"),
-            "summary": f"step {sid} {st} (exit {unit.get('lastExitCode')})",
-        })
-    if items:
-        w.apply([verbs.item(items)])
-    w.apply([verbs.finalize("needs_attention", summary)])
+        log = unit.get("log")
+        ends[sid] = policy.StepEnd(state, tries, unit.get("lastExitCode"), log if isinstance(log, str) else None)
+    verdict = policy.verdict(ends, w.doc)
+    for event in verdict.events:
+        try:
+            w.apply([event])
+        except RefusedError as exc:  # e.g. a finding someone else recorded is still open
+            if event.get("t") != "finalize":
+                raise
+            w.apply(verdict.refused(str(exc)))
     return True

@@ -17,6 +17,7 @@ from resumable.store.values import Record
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator, Sequence
 
+    from resumable.core.types import Event
     from resumable.store.postgres.backend import PgBackend
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.listen import Listener
@@ -103,7 +104,7 @@ class PgRunHandle:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+    def commit(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
         if not events:
             return []
         init = verbs.stamp_batch(events)

@@ -14,6 +14,7 @@ from resumable.store.postgres.claims import last_attempt, notify
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from resumable.core.types import Event
     from resumable.store.postgres.backend import PgBackend
     from resumable.store.postgres.runstate import RunWriter
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 def submit(backend: PgBackend, run_id: str, *, task: str, launch: dict[str, Any],
            steps: Sequence[Mapping[str, Any]], plan: Callable[[Mapping[str, Any]], Mapping[str, Any]],
            options: Mapping[str, Any],
-           marks: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+           marks: Callable[[Mapping[str, Any]], Sequence[Event]] | None = None) -> dict[str, Any]:
     """Record a job as a run: its steps (``{"id", "needs", "spec", "command"}``, in the job's
     order), which of them run (``plan(units)`` -> ``{step: decision}`` with ``run``, ``reason``,
     ``invalidate``, decided on the document under the row lock) and the run's options; ``marks(units)``

@@ -10,33 +10,36 @@ attempt only (``stale``), never applied to the run's document.
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any
 
-from resumable.core import verbs
+from resumable.core import policy, verbs
 from resumable.core.model import unit_status, units_of
+from resumable.core.policy import RetryPolicy
 from resumable.core.stamps import stamp
 from resumable.store.postgres import conclude
 from resumable.store.postgres.claims import READY, RUN_PK, Asked, Claim, mark_done, notify, take_steps
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from resumable.store.postgres.backend import PgBackend
     from resumable.store.postgres.handle import PgRunHandle
 
-    Item = tuple[Claim, Mapping[str, Any], Callable[[int], float | None]]
+    Item = tuple[Claim, Mapping[str, Any], RetryPolicy]
+    Answer = tuple[list[policy.Settled | None], list[Claim]]  # per item: what was recorded (None: stale)
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.runstate import RunWriter
 
 
-def complete(backend: PgBackend, items: Sequence[Item], more: Asked | None = None) -> tuple[list[bool], list[Claim]]:
+def complete(backend: PgBackend, items: Sequence[Item], more: Asked | None = None) -> Answer:
     """Record the outcomes of attempts of one run, in one transaction; (for each, whether it was
     recorded, the claims taken with them).
 
-    Each item is (claim, result, retry_delay). ``result``: ``status`` (done failed timeout
+    Each item is (claim, result, retry policy). ``result``: ``status`` (done failed timeout
     interrupted), ``note``, ``attempt`` (the unit's attempt record), ``fields``, ``exit_code``,
-    ``reason``, ``log`` (bytes). ``retry_delay(k)``: the wait before retry k, None when the step has
-    no retry left. ``more``: claim up to that many ready steps of the run in the same transaction."""
+    ``reason``, ``log`` (bytes). What the policy made of each recorded outcome is returned (None:
+    stale). ``more``: claim up to that many ready steps of the run in the same transaction."""
     if not items:
         return [], []
     run_id = items[0][0].run_id
@@ -49,17 +52,16 @@ def complete(backend: PgBackend, items: Sequence[Item], more: Asked | None = Non
         return conn.execute(f"SELECT step, state, epoch, failures FROM resumable_steps WHERE run_pk = {RUN_PK}"
                             " AND step = ANY(%s) ORDER BY ord FOR UPDATE", (run_id, [c.step for c, _, _ in items]))
 
-    def txn(w: RunWriter) -> tuple[list[bool], list[Claim]]:
+    def txn(w: RunWriter) -> Answer:
         rows = {r[0]: r for r in w.prefetched.fetchall()}
-        recorded = []
-        for claim, result, retry_delay in items:
+        recorded: list[policy.Settled | None] = []
+        for claim, result, retry in items:
             row = rows.get(claim.step) if w.row.pk == claim.run_pk else None
             if row is None or int(row[2]) != claim.epoch or row[1] != "running":
                 _stale(w.conn, claim, result, row[1:] if row else None)
-                recorded.append(False)
+                recorded.append(None)
                 continue
-            _record(w, claim, result, retry_delay, int(row[3]))
-            recorded.append(True)
+            recorded.append(_record(w, claim, result, retry, int(row[3])))
         conclude.conclude(w)
         claims: list[Claim] = []
         if limit > 0 and any(recorded) and not w.row.stopping and w.doc.get("status") == "running":
@@ -71,15 +73,15 @@ def complete(backend: PgBackend, items: Sequence[Item], more: Asked | None = Non
         w.save()
         return recorded, claims
 
-    out: tuple[list[bool], list[Claim]] = handle.write(txn, also=step_rows,
+    out: Answer = handle.write(txn, also=step_rows,
                                                        what=f"record {len(items)} outcome(s) of run {run_id}")
     return out
 
 
-def _done_alone(handle: PgRunHandle, item: Item, more: Asked | None, limit: int) -> tuple[list[bool], list[Claim]]:
+def _done_alone(handle: PgRunHandle, item: Item, more: Asked | None, limit: int) -> Answer:
     """One step done, in two round trips: the fenced update of the step (it matches only while the
     claim's epoch is current) and the next ready steps travel with the run's lock."""
-    claim, result, retry_delay = item
+    claim, result, retry = item
 
     def done_first(conn: Connection) -> tuple[Any, Any]:
         matched = conn.execute(
@@ -94,7 +96,7 @@ def _done_alone(handle: PgRunHandle, item: Item, more: Asked | None, limit: int)
                              (claim.run_pk, limit)) if limit > 0 else None
         return matched, ready
 
-    def txn(w: RunWriter) -> tuple[list[bool], list[Claim]]:
+    def txn(w: RunWriter) -> Answer:
         matched, ready = w.prefetched
         got = matched.fetchone()
         rows = ready.fetchall() if ready is not None else []
@@ -102,16 +104,16 @@ def _done_alone(handle: PgRunHandle, item: Item, more: Asked | None, limit: int)
             row = w.conn.execute("SELECT state, epoch FROM resumable_steps WHERE run_pk = %s AND step = %s",
                                  (w.row.pk, claim.step)).fetchone()
             _stale(w.conn, claim, result, row)
-            return [False], []
+            return [None], []
         w.open_delta -= 1
-        _record(w, claim, result, retry_delay, 0, marked=True)
+        settled = _record(w, claim, result, retry, 0, marked=True)
         conclude.conclude(w)
         claims = _follow(w, more, claim.run_id, rows)
         notify(w.conn, claim.run_id)
         w.save()
-        return [True], claims
+        return [settled], claims
 
-    out: tuple[list[bool], list[Claim]] = handle.write(txn, also=done_first,
+    out: Answer = handle.write(txn, also=done_first,
                                                        what=f"record step {claim.step} of run {claim.run_id}")
     return out
 
@@ -132,9 +134,10 @@ def _stale(conn: Connection, claim: Claim, result: Mapping[str, Any], row: Any) 
                  " AND step = %s AND n = %s", (Jsonb(stale), result.get("log"), claim.run_pk, claim.step, claim.n))
 
 
-def _record(w: RunWriter, claim: Claim, result: Mapping[str, Any], retry_delay: Callable[[int], float | None],
-            failures: int, *, marked: bool = False) -> None:
-    """The outcome's event and rows (``marked``: the step row is already done)."""
+def _record(w: RunWriter, claim: Claim, result: Mapping[str, Any], retry: RetryPolicy,
+            failures: int, *, marked: bool = False) -> policy.Settled:
+    """The outcome's event and rows (``marked``: the step row is already done); what the policy
+    made of it."""
     conn, pk = w.conn, w.row.pk
     status = result["status"]
     done_elsewhere = unit_status(units_of(w.doc).get(claim.step)) == "done"
@@ -144,63 +147,47 @@ def _record(w: RunWriter, claim: Claim, result: Mapping[str, Any], retry_delay: 
     conn.execute("UPDATE resumable_attempts SET status = %s, exit_code = %s, reason = %s,"
                  " finished_at = clock_timestamp(), log = %s WHERE run_pk = %s AND step = %s AND n = %s",
                  (status, result.get("exit_code"), result.get("reason"), result.get("log"), pk, claim.step, claim.n))
+    if done_elsewhere:
+        status = "done"
+    if status != "interrupted" and status != "done":
+        failures += 1
+    # The backoff is counted in the server's clock (now() + delay): ``now`` = 0 here.
+    settled = policy.settle(status, failures=failures, retry=retry, stopping=w.row.stopping, now=0.0,
+                            rand=random.random)
     if marked:
         pass
-    elif status == "done" or done_elsewhere:
+    elif settled.state == "done":
         mark_done(w, claim.step)
-    elif status == "interrupted":
-        conn.execute("UPDATE resumable_steps SET state = 'pending', worker = NULL, lease_expires = NULL"
-                     " WHERE run_pk = %s AND step = %s", (pk, claim.step))
+    elif settled.state == "pending":
+        conn.execute("UPDATE resumable_steps SET state = 'pending', worker = NULL, lease_expires = NULL,"
+                     " failures = %s, not_before = now() + make_interval(secs => %s)"
+                     " WHERE run_pk = %s AND step = %s", (failures, settled.retry_in or 0.0, pk, claim.step))
     else:
-        failures += 1
-        delay = None if w.row.stopping else retry_delay(failures)
-        if delay is not None:
-            conn.execute("UPDATE resumable_steps SET state = 'pending', worker = NULL, lease_expires = NULL,"
-                         " failures = %s, not_before = now() + make_interval(secs => %s)"
-                         " WHERE run_pk = %s AND step = %s", (failures, delay, pk, claim.step))
-        else:
-            conn.execute("UPDATE resumable_steps SET state = %s, worker = NULL, lease_expires = NULL,"
-                         " failures = %s WHERE run_pk = %s AND step = %s", (status, failures, pk, claim.step))
-            w.open_delta -= 1
-            failed_for_good(w, claim.step)
+        conn.execute("UPDATE resumable_steps SET state = %s, worker = NULL, lease_expires = NULL,"
+                     " failures = %s WHERE run_pk = %s AND step = %s", (settled.state, failures, pk, claim.step))
+        w.open_delta -= 1
+        failed_for_good(w, claim.step)
+    return settled
 
 
 def failed_for_good(w: RunWriter, step: str) -> None:
-    """make's stop rules: without keep_going nothing new starts; with it, every step that needs the
-    failed one is dep_blocked on it, and max_failures stops the run once reached."""
+    """What the policy says a step that failed for good does to the run: dependents dep_blocked
+    (keep-going), or the run stopping."""
     conn, pk = w.conn, w.row.pk
-    job = w.row.job if isinstance(w.row.job, dict) else {}
-    if not job.get("keep_going"):
-        stop(w)
-        return
+    rules = policy.JobRules.of(w.row.job if isinstance(w.row.job, dict) else None)
     rows = conn.execute("SELECT step, needs, state FROM resumable_steps WHERE run_pk = %s ORDER BY ord",
                         (pk,)).fetchall()
-    state = {r[0]: r[2] for r in rows}
-    state[step] = "failed"
-    root = {step: step}
-    changed = True
-    blocked = []
-    while changed:
-        changed = False
-        for sid, needs, _ in rows:
-            if state[sid] != "pending":
-                continue
-            hit = next((d for d in needs if state.get(d) in ("failed", "timeout", "dep_blocked")), None)
-            if hit is None:
-                continue
-            r = root.get(hit, hit)
-            root[sid] = r
-            state[sid] = "dep_blocked"
-            blocked.append(sid)
-            w.apply([verbs.unit(sid, "dep_blocked", note=f"blocked by {r}", deps=list(needs),
-                                fields={"blockedBy": r})])
-            changed = True
-    if blocked:
-        conn.execute("UPDATE resumable_steps SET state = 'dep_blocked' WHERE run_pk = %s AND step = ANY(%s)",
-                     (pk, blocked))
-        w.open_delta -= len(blocked)
-    cap = job.get("max_failures")
-    if isinstance(cap, int) and sum(1 for s in state.values() if s in ("failed", "timeout")) >= cap:
+    states = {r[0]: r[2] for r in rows}
+    failed = sum(1 for sid, st in states.items() if st in policy.FAILED_STATES and sid != step)
+    if rules.keep_going:
+        needs = {r[0]: list(r[1]) for r in rows}
+        blocked = policy.block_dependents(step, dependents=policy.dependents_of(needs), needs=needs, states=states)
+        if blocked.steps:
+            w.apply(blocked.events)
+            conn.execute("UPDATE resumable_steps SET state = 'dep_blocked' WHERE run_pk = %s AND step = ANY(%s)",
+                         (pk, list(blocked.steps)))
+            w.open_delta -= len(blocked.steps)
+    if rules.stops(failed + 1):
         stop(w)
 
 
@@ -217,4 +204,4 @@ def release(backend: PgBackend, claim: Claim, reason: str, *, attempt: Mapping[s
     record.setdefault("reason", reason)
     result = {"status": "interrupted", "note": reason, "attempt": record, "exit_code": exit_code,
               "reason": reason, "log": log, "fields": {}}
-    return complete(backend, [(claim, result, lambda k: None)])[0][0]
+    return complete(backend, [(claim, result, policy.RetryPolicy())])[0][0] is not None

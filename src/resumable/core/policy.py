@@ -1,0 +1,247 @@
+"""The scheduling policy: what follows a step's outcome, and how a run ends. Pure: no I/O and no
+clock of its own (times and randomness are passed in), so the local runner (``runner.scheduler``,
+``runner.conclude``) and the PostgreSQL workers (``store.postgres``) apply the very same rules and
+a run reads the same in both stores.
+
+The rules (make's):
+
+- a step that failed (or timed out) is tried again while its retries last, after a backoff of
+  ``base * 2^(k-1)`` (plus jitter) before retry k; an interrupted attempt is handed back, not
+  counted as a failure;
+- a step that failed for good stops the run (nothing new starts, running steps finish), unless the
+  job keeps going: then every waiting step downstream of it is ``dep_blocked`` on the root failure,
+  and the run stops only once ``max_failures`` steps have failed;
+- once nothing runs and nothing more can start, the run's verdict: done when every step is done or
+  skipped (and no unit the job no longer has is left undone), else needs attention, with one
+  ``step-failed:<step>`` finding per step that failed; findings of steps now done are resolved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from resumable.core import verbs
+
+if TYPE_CHECKING:
+    from resumable.core.types import Event
+
+# A step that keeps failing must not sleep for hours between attempts because of doubling.
+MAX_DELAY = 3600.0
+ITEM_PREFIX = "step-failed:"  # a finding per failed step; a run moved between stores keeps its ids
+FAILED_STATES = frozenset({"failed", "timeout"})
+FINISHED_STATES = frozenset({"done", "skipped"})
+WAITING_STATES = frozenset({"waiting", "pending"})  # not started (the local runner says waiting)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    retries: int = 0  # extra attempts after the first
+    backoff: float = 1.0  # base: the wait before retry k is base * 2^(k-1)
+    jitter: float = 0.1  # up to this fraction is added, so parallel retries do not stampede
+
+    def should_retry(self, failed_attempts: int) -> bool:
+        return failed_attempts <= self.retries
+
+    def delay(self, retry: int, rand: Callable[[], float]) -> float:
+        """Seconds to wait before retry number ``retry`` (1 for the first retry).
+
+        ``rand`` returns a float in [0, 1); jitter only lengthens the wait, so ``BASE * 2^(k-1)``
+        stays the minimum a user can rely on."""
+        if retry < 1:
+            return 0.0
+        base = min(self.backoff * (2.0 ** (retry - 1)), MAX_DELAY)
+        return base * (1.0 + self.jitter * rand())
+
+
+@dataclass(frozen=True, slots=True)
+class JobRules:
+    """The job's options that decide what a failure does to the run."""
+
+    keep_going: bool = False
+    max_failures: int | None = None
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any] | None) -> JobRules:
+        """From a stored job's options (``{"keep_going": ..., "max_failures": ...}``)."""
+        options = options or {}
+        cap = options.get("max_failures")
+        return cls(bool(options.get("keep_going")), cap if isinstance(cap, int) and not isinstance(cap, bool) else None)
+
+    def stops(self, failed_steps: int) -> bool:
+        """Whether a run with this many steps failed for good starts nothing more."""
+        return not self.keep_going or (self.max_failures is not None and failed_steps >= self.max_failures)
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What follows one attempt's outcome, for its step."""
+
+    state: str  # done | pending (handed back, or a retry waiting for ``due``) | failed | timeout
+    due: float | None = None  # a retry: when it may start (the clock ``now`` was read from)
+    retry_in: float | None = None  # a retry: its backoff, in seconds
+
+    @property
+    def failed_for_good(self) -> bool:
+        return self.state in FAILED_STATES
+
+
+def settle(status: str, *, failures: int, retry: RetryPolicy, stopping: bool, now: float,
+           rand: Callable[[], float]) -> Settled:
+    """The step's next state after an attempt ended ``status`` (done failed timeout interrupted).
+    ``failures``: the step's failed attempts, this one included; ``stopping``: the run starts
+    nothing new (a retry would be a new start)."""
+    if status == "done":
+        return Settled("done")
+    if status == "interrupted":
+        return Settled("pending")
+    if not stopping and retry.should_retry(failures):
+        delay = retry.delay(failures, rand)
+        return Settled("pending", now + delay, delay)
+    return Settled(status)
+
+
+@dataclass(slots=True)
+class Blocked:
+    """Steps newly dep_blocked by a failure, with the events recording them."""
+
+    steps: dict[str, str] = field(default_factory=dict)  # step -> the root failure
+    events: list[Event] = field(default_factory=list)
+
+
+def block_dependents(failed: str, *, dependents: Mapping[str, Sequence[str]], needs: Mapping[str, Sequence[str]],
+                     states: Mapping[str, str], roots: Mapping[str, str] | None = None) -> Blocked:
+    """keep-going: every waiting step downstream of ``failed`` (a step failed for good, or itself
+    dep_blocked) is dep_blocked on the root failure, each once. ``states`` need only hold the steps
+    downstream of ``failed``; ``roots`` maps steps already blocked to their root."""
+    root = (roots or {}).get(failed, failed)
+    out = Blocked()
+    queue = [failed]
+    while queue:
+        parent = queue.pop()
+        for child in dependents.get(parent, ()):
+            if child in out.steps or states.get(child) not in WAITING_STATES:
+                continue
+            out.steps[child] = root
+            out.events.append(verbs.unit(child, "dep_blocked", note=f"blocked by {root}",
+                                         deps=list(needs.get(child, ())), fields={"blockedBy": root}))
+            queue.append(child)
+    return out
+
+
+def dependents_of(needs: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
+    """Who waits on whom, from each step's needs (in the job's order)."""
+    out: dict[str, list[str]] = {}
+    for step, wanted in needs.items():
+        for need in dict.fromkeys(wanted):
+            out.setdefault(need, []).append(step)
+    return out
+
+
+@dataclass(slots=True)
+class Decision:
+    """What follows an outcome: the step's next state, the steps it blocks, and whether the run
+    now stops starting steps. ``events``: what to record besides the outcome itself."""
+
+    settled: Settled
+    blocked: Blocked
+    stop: bool
+
+    @property
+    def events(self) -> list[Event]:
+        return self.blocked.events
+
+
+def decide(step: str, status: str, *, failures: int, retry: RetryPolicy, rules: JobRules, stopping: bool,
+           failed_steps: int, dependents: Mapping[str, Sequence[str]], needs: Mapping[str, Sequence[str]],
+           states: Mapping[str, str], now: float, rand: Callable[[], float],
+           roots: Mapping[str, str] | None = None) -> Decision:
+    """The whole rule for one outcome. ``failed_steps``: steps failed for good before this one;
+    ``states``: at least the steps downstream of ``step`` (the others are not looked at)."""
+    settled = settle(status, failures=failures, retry=retry, stopping=stopping, now=now, rand=rand)
+    if not settled.failed_for_good:
+        return Decision(settled, Blocked(), stopping)
+    blocked = Blocked()
+    if rules.keep_going:
+        blocked = block_dependents(step, dependents=dependents, needs=needs, states=states, roots=roots)
+    return Decision(settled, blocked, stopping or rules.stops(failed_steps + 1))
+
+
+# -- the verdict --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StepEnd:
+    """How a step ended, for the verdict: its state, and for a failure what the finding says."""
+
+    state: str
+    attempts: int = 0  # attempts made in this session (runner) or since submitted (workers)
+    last_exit: int | None = None
+    log: str | None = None
+
+
+@dataclass(slots=True)
+class Verdict:
+    status: str  # done | needs_attention
+    summary: str  # "2 done, 1 failed" (+ ", 1 removed")
+    events: list[Event]  # resolve, item, finalize: commit in order
+    stale: list[str]  # units the job no longer has that are not done (they keep the run open)
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "done"
+
+    def refused(self, reason: str) -> list[Event]:
+        """The events to record instead when ``finalize done`` was refused (another process changed
+        the run meanwhile: an open finding, a unit added): the run needs attention and says why."""
+        return [verbs.finalize("needs_attention", f"{self.summary}; {reason}")]
+
+
+def summary_of(states: Iterable[str], removed: int = 0) -> str:
+    """``1 done, 2 skipped`` (+ ``, 1 removed``): the run's result line."""
+    counts: dict[str, int] = {}
+    for state in states:
+        counts[state] = counts.get(state, 0) + 1
+    parts = [f"{n} {st}" for st, n in sorted(counts.items())]
+    if removed:
+        parts.append(f"{removed} removed")
+    return ", ".join(parts)
+
+
+def verdict(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> Verdict:
+    """The run's conclusion once nothing runs and nothing more will start: ``ends`` holds every
+    step of the job, in its order; ``doc`` is the run's document as it stands."""
+    raw_units = doc.get("units")
+    units: Mapping[str, Any] = raw_units if isinstance(raw_units, dict) else {}
+    open_items = [it for it in (doc.get("openItems") or []) if isinstance(it, dict)]
+    ours = {it.get("id") for it in open_items if str(it.get("id", "")).startswith(ITEM_PREFIX)}
+    events: list[Event] = []
+    resolve = [f"{ITEM_PREFIX}{sid}" for sid, end in ends.items()
+               if end.state in FINISHED_STATES and f"{ITEM_PREFIX}{sid}" in ours]
+    if resolve:
+        events.append(verbs.resolve(resolve))
+    # Units the job no longer has are kept, marked removed, and counted apart; while one of them is
+    # not done the run cannot honestly be finalized done.
+    removed = sum(1 for uid, u in units.items() if uid not in ends and isinstance(u, dict) and u.get("removed") is True)
+    summary = summary_of((end.state for end in ends.values()), removed)
+    stale = sorted(uid for uid, u in units.items()
+                   if uid not in ends and not (isinstance(u, dict) and u.get("status") == "done"))
+    if all(end.state in FINISHED_STATES for end in ends.values()) and not stale:
+        events.append(verbs.finalize("done", summary))
+        return Verdict("done", summary, events, stale)
+    items = [{
+        "id": f"{ITEM_PREFIX}{sid}", "kind": "step_failed", "step": sid, "status": end.state,
+        "attempts": end.attempts, "lastExitCode": end.last_exit, "log": end.log,
+        "summary": f"step {sid} {end.state} (exit {end.last_exit})",
+    } for sid, end in ends.items() if end.state in FAILED_STATES]
+    if items:
+        events.append(verbs.item(items))
+    events.append(verbs.finalize("needs_attention", summary))
+    return Verdict("needs_attention", summary, events, stale)
+
+
+def interrupted(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> list[Event]:
+    """A session stopped by a signal: nothing runs any more, so not "running"; needs_attention is
+    live to init and gc alike, so the run is resumed, never re-initialised or archived."""
+    return [verbs.finalize("needs_attention", f"interrupted ({verdict(ends, doc).summary})")]

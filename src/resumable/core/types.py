@@ -1,0 +1,264 @@
+"""The run model as types: the document, its units, attempts, findings (items), final validation and
+launch descriptor, and one ``TypedDict`` per kind of event, discriminated by its ``t``.
+
+These are the shapes resumable *writes*. A stored document may have been edited by hand, so every
+reader stays null-safe (``core.model``'s ``units_of``, ``unit_status``, ...) whatever its type says.
+
+Import this module only under ``TYPE_CHECKING`` from anything a low-level verb (``resumable unit``)
+loads: ``typing`` alone costs a noticeable share of such a call, and none of these names is needed
+at run time (a ``TypedDict`` is a plain ``dict`` there)::
+
+    TYPE_CHECKING = False
+    if TYPE_CHECKING:
+        from resumable.core.types import Event, UnitEvent
+
+``tests/typing/`` shows mypy refusing a misspelt key or a wrong state literal.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, Required, TypedDict
+
+# --- states ------------------------------------------------------------------------------------
+
+RunState = Literal["initializing", "running", "done", "needs_attention", "aborted"]
+FinalState = Literal["done", "needs_attention", "aborted"]
+UnitState = Literal["pending", "in_progress", "done", "blocked", "dep_blocked", "failed", "timeout",
+                    "interrupted"]
+PhaseState = Literal["pending", "running", "done", "blocked", "skipped"]
+# What one attempt ended as (a step's process, or a durable function's call); "running" while open.
+AttemptState = Literal["running", "done", "failed", "timeout", "interrupted"]
+ValidationStatus = Literal["green", "red"]
+EventKind = Literal["init", "base", "begin", "unit", "invalidate", "phase", "item", "resolve", "validation",
+                    "finalize"]
+
+# --- the document ------------------------------------------------------------------------------
+
+
+class Launch(TypedDict, total=False):
+    """How to resume the run: the low-level verbs' ``{scriptPath, args}`` (a script that resumes it),
+    or the runner's ``{"kind": "resumable", "argv": [...], "cwd": ...}``."""
+
+    scriptPath: str
+    args: dict[str, Any]  # the script's own arguments: whatever its author passed
+    kind: Literal["resumable"]
+    argv: list[str]
+    cwd: str
+
+
+class StepError(TypedDict):
+    """What is kept of the exception a durable function's attempt raised."""
+
+    type: str  # its qualified name ("ValueError", "mymodule.Refused")
+    message: str
+    traceback: str  # the end of it
+
+
+class Attempt(TypedDict, total=False):
+    """One try at a unit, in its ``attempts`` (``n`` counts from 1)."""
+
+    n: Required[int]
+    status: AttemptState
+    startedAt: str
+    finishedAt: str
+    duration: float  # seconds
+    exitCode: int  # a step's process; 128+N when killed by signal N
+    signal: int
+    reason: str  # why it failed although it exited 0 (a missing artifact)
+    error: StepError  # a durable function's exception
+    log: str
+    pid: int
+    host: str
+    worker: str
+
+
+# Why a done unit went back to pending (``Unit.invalidations``): when, why, and the status it had
+# (``from`` is a keyword, hence the functional form; a hand-edited unit may have had none).
+Invalidation = TypedDict("Invalidation", {"at": str, "reason": str, "from": UnitState | None})
+
+
+class Unit(TypedDict, total=False):
+    """One unit of work (a step of a job, a durable call, or a unit a script declared)."""
+
+    status: Required[UnitState]
+    dependsOn: list[str]
+    note: str
+    createdAt: str
+    updatedAt: str
+    startedAt: str
+    finishedAt: str
+    attempts: list[Attempt]
+    invalidations: list[Invalidation]
+    # Set by the runner (job steps) and the durable engine:
+    kind: Literal["step"]
+    step: str
+    command: str
+    log: str
+    lastExitCode: int
+    fingerprint: str
+    fingerprintHost: str
+    artifacts: dict[str, Any]  # path -> its record (None when missing)
+    blockedBy: str
+    removed: bool  # a job step no longer in the job file
+    version: str | int
+    result: Any  # a durable function's value: the user's own data
+
+
+class Phase(TypedDict, total=False):
+    status: Required[PhaseState]
+    updatedAt: str
+    startedAt: str
+    finishedAt: str
+
+
+class Item(TypedDict, total=False):
+    """An open finding (``openItems``); ``id`` is given, or derived from its content
+    (``core.events.item_id``). Resolved, it moves to ``resolvedItems`` with ``resolvedAt``."""
+
+    id: str
+    at: str
+    kind: str
+    severity: str
+    title: str
+    detail: str
+    unit: str
+    resolvedAt: str
+
+
+class FinalValidation(TypedDict):
+    status: ValidationStatus
+    at: str
+    note: NotRequired[str]
+
+
+class RunDocument(TypedDict, total=False):
+    """A run's document: what ``cat <runs-dir>/<id>.json`` shows, in this key order."""
+
+    schemaVersion: Required[int]
+    id: Required[str]
+    task: Required[str]
+    status: Required[RunState]
+    createdAt: Required[str]
+    updatedAt: Required[str]
+    phases: Required[dict[str, Phase]]
+    units: Required[dict[str, Unit]]
+    openItems: Required[list[Item]]
+    resolvedItems: Required[list[Item]]
+    result: Required[Any]  # what finalize recorded: the caller's own value, or null
+    requiredPhases: list[str]
+    requireValidation: bool
+    launch: Launch
+    currentPhase: str
+    finalValidation: FinalValidation
+    finishedAt: str
+    sessionStartedAt: str  # while a runner session is open (``begin`` to ``finalize``)
+    ranSeconds: float  # the sessions' summed time
+
+
+class Summary(TypedDict):
+    """``get --summary``: a run's counts, for scripts."""
+
+    id: object
+    status: object
+    task: object
+    currentPhase: object
+    total: int
+    done: int
+    blocked: list[str]
+    dep_blocked: list[str]
+    in_progress: list[str]
+    updatedAt: object
+
+
+# --- events ------------------------------------------------------------------------------------
+# ``at`` is stamped by the store at commit when the event lacks it (``core.verbs.stamp_batch``);
+# ``clock`` is the same time with milliseconds, where a session's length is measured.
+
+
+class InitEvent(TypedDict):
+    t: Literal["init"]
+    at: NotRequired[str]
+    id: str
+    task: str
+    units: list[str]
+    launch: NotRequired[Launch]
+    requiredPhases: NotRequired[list[str]]
+    requireValidation: NotRequired[bool]
+
+
+class BaseEvent(TypedDict):
+    """Adopt a whole document (an import, an edit of the snapshot made outside resumable)."""
+
+    t: Literal["base"]
+    at: NotRequired[str]
+    doc: RunDocument
+    reason: NotRequired[str]
+
+
+class BeginEvent(TypedDict):
+    """(Re)open a run for a new runner session."""
+
+    t: Literal["begin"]
+    at: NotRequired[str]
+    clock: NotRequired[str]
+    launch: NotRequired[Launch]
+
+
+class UnitEvent(TypedDict):
+    """A unit's state; with only ``fields`` and the state it already has, its stamps are kept."""
+
+    t: Literal["unit"]
+    at: NotRequired[str]
+    unit: str
+    state: UnitState
+    note: NotRequired[str]
+    deps: NotRequired[list[str]]
+    attempt: NotRequired[Attempt]
+    fields: NotRequired[dict[str, Any]]  # free-form unit keys: a caller's own (never the reserved ones)
+
+
+class InvalidateEvent(TypedDict):
+    """The only way a done unit goes back to pending."""
+
+    t: Literal["invalidate"]
+    at: NotRequired[str]
+    unit: str
+    reason: str
+
+
+class PhaseEvent(TypedDict):
+    t: Literal["phase"]
+    at: NotRequired[str]
+    phase: str
+    state: PhaseState
+
+
+class ItemEvent(TypedDict):
+    t: Literal["item"]
+    at: NotRequired[str]
+    items: object  # an item or a list of them, as the caller gave them: apply keeps a non-object as is
+
+
+class ResolveEvent(TypedDict):
+    t: Literal["resolve"]
+    at: NotRequired[str]
+    ids: list[str]
+
+
+class ValidationEvent(TypedDict):
+    t: Literal["validation"]
+    at: NotRequired[str]
+    status: ValidationStatus
+    note: NotRequired[str]
+
+
+class FinalizeEvent(TypedDict):
+    t: Literal["finalize"]
+    at: NotRequired[str]
+    clock: NotRequired[str]
+    status: FinalState
+    result: NotRequired[str]
+
+
+Event = (InitEvent | BaseEvent | BeginEvent | UnitEvent | InvalidateEvent | PhaseEvent | ItemEvent
+         | ResolveEvent | ValidationEvent | FinalizeEvent)

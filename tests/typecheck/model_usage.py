@@ -1,0 +1,42 @@
+"""Code written against the run model's types, checked by mypy (pyproject's ``[tool.mypy] files``).
+
+It must type-check as it is, without a single ``type: ignore``: ``test_model_types.py`` runs mypy on it,
+and on the misspellings next to it, which must fail.
+"""
+
+from __future__ import annotations
+
+from resumable.core.types import Attempt, Event, FinalizeEvent, RunDocument, Unit, UnitEvent, UnitState
+
+
+def describe(event: Event) -> str:
+    """Narrowing on ``t`` gives each kind's own keys."""
+    if event["t"] == "unit":
+        return f"{event['unit']} -> {event['state']}"
+    if event["t"] == "invalidate":
+        return f"{event['unit']} invalidated: {event['reason']}"
+    if event["t"] == "phase":
+        return f"phase {event['phase']} {event['state']}"
+    if event["t"] == "finalize":
+        return f"finalized {event['status']}"
+    if event["t"] == "init":
+        return f"init {event['id']} with {len(event['units'])} unit(s)"
+    return event["t"]
+
+
+def retried(unit_id: str, n: int) -> UnitEvent:
+    attempt: Attempt = {"n": n, "status": "failed", "exitCode": 1, "duration": 0.5}
+    return {"t": "unit", "unit": unit_id, "state": "pending", "attempt": attempt}
+
+
+def finished() -> FinalizeEvent:
+    return {"t": "finalize", "status": "needs_attention", "result": "1 step failed"}
+
+
+def states(doc: RunDocument) -> dict[str, UnitState]:
+    units: dict[str, Unit] = doc["units"]
+    return {uid: unit["status"] for uid, unit in units.items()}
+
+
+def batch() -> list[Event]:
+    return [retried("build", 2), finished(), {"t": "resolve", "ids": ["step-failed:build"]}]
