@@ -17,6 +17,7 @@ goes with every batch.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from concurrent.futures import CancelledError, Executor, Future
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from resumable.durable.shipping import Work
 
 distributed: Any = _distributed  # its functions are not annotated: used as Any, not as untyped calls
+_AGAIN = 5  # waits for a result lost before it was fetched, before the item counts as lost
 _PASSED_ON = ("workers", "resources", "allow_other_workers", "retries")  # of ClientExecutor's own options
 
 
@@ -44,6 +46,8 @@ class DaskFlight(Flight):
         self.prefix = f"{m.step.name}-{uuid.uuid4().hex}"
         self.completed = distributed.as_completed(loop=self.client.loop)
         self.refused: list[Future[Outcome]] = []  # items whose arguments could not be submitted
+        self.values: dict[Any, Outcome] = {}  # results fetched, by key, not recorded yet
+        self.again: Counter[Any] = Counter()  # times a key's result was lost before it was fetched
 
     def launch(self, calls: list[tuple[str, Call]]) -> None:
         args = self.m.args
@@ -74,22 +78,37 @@ class DaskFlight(Flight):
         self.completed.update(futures)
 
     def take(self) -> list[Any]:
-        """The futures that ended: at least one (waits), and every other one already ended."""
+        """The futures that ended: at least one (waits), and every other one already ended; the
+        results of the finished ones fetched with one gather."""
         refused, self.refused = self.refused, []
         block = not refused and not self.completed.is_empty()
-        return [*refused, *self.completed.next_batch(block=block)]
+        ended = self.completed.next_batch(block=block)
+        self.fetch(ended)
+        out: list[Any] = refused
+        for f in ended:
+            if f.key in self.values or f.status in ("error", "cancelled") or self.again[f.key] >= _AGAIN:
+                out.append(f)
+            else:  # its result went with its worker before it was fetched: Dask computes it again
+                self.again[f.key] += 1
+                self.completed.add(f)
+        return out
+
+    def fetch(self, futures: list[Any]) -> None:
+        finished = {f.key: f for f in futures if isinstance(f, distributed.Future) and f.status == "finished"
+                    and f.key not in self.values}
+        if finished:
+            self.values.update(self.client.gather(finished, errors="skip"))
 
     def resolve(self, batch: list[tuple[Any, str, Call]]) -> list[tuple[Future[Outcome], str, Call]]:
-        """The outcomes of ``batch``, the finished ones fetched with one gather."""
-        finished = {f.key: f for f, _, _ in batch if isinstance(f, distributed.Future) and f.status == "finished"}
-        values = self.client.gather(finished, errors="skip") if finished else {}
+        """The outcomes of ``batch``, as ``take`` fetched them."""
+        self.fetch([f for f, _, _ in batch])  # what an interrupted map takes from pending itself
         out: list[tuple[Future[Outcome], str, Call]] = []
         for f, uid, call in batch:
             if not isinstance(f, distributed.Future):
                 out.append((f, uid, call))  # failed at submission
                 continue
             resolved: Future[Outcome] = Future()
-            value = values.get(f.key)
+            value = self.values.pop(f.key, None)
             error = f.exception() if value is None and f.status == "error" else None
             if value is not None:
                 resolved.set_result(value)
