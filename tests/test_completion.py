@@ -13,7 +13,7 @@ import pytest
 
 from corehelpers import RESUMABLE, assert_error, cli, needs, ok, tree
 from resumable.cli.main import LAZY_COMMANDS
-from resumable.cli.startup import SEED_VERBS
+from resumable.cli.startup import LOW_LEVEL_VERBS
 
 JOB = """
 [job]
@@ -75,7 +75,7 @@ def project(tmp_path: Path) -> Path:
 
 def test_commands_complete(project: Path) -> None:
     offered = values("resumable ", cwd=project)
-    assert set(offered) == {*SEED_VERBS, *LAZY_COMMANDS}
+    assert set(offered) == {*LOW_LEVEL_VERBS, *LAZY_COMMANDS}
     assert values("resumable st", cwd=project) == ["status"]
     assert values("resumable re", cwd=project) == ["report", "rerun", "reconcile", "resume", "resolve"]  # as --help
 

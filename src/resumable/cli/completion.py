@@ -6,10 +6,10 @@ Completion goes through click's protocol: the script a shell loads calls ``resum
 even though it carries no arguments). Besides commands and options, it completes:
 
 - run ids, for every RUN argument (``status``, ``report``, ``log``, ``reconcile``, ``rerun`` and
-  the seed verbs), from the names of the ``*.json`` files in the runs directory (``--dir`` typed
+  the low-level verbs), from the names of the ``*.json`` files in the runs directory (``--dir`` typed
   earlier on the line, else found as every command finds it): a directory listing, nothing loaded,
   so a runs directory of thousands of large runs completes at once;
-- a seed verb's state words (``unit r a <TAB>``: the unit states; ``finalize r <TAB>``: ...);
+- a low-level verb's state words (``unit r a <TAB>``: the unit states; ``finalize r <TAB>``: ...);
 - step ids for ``resumable run --explain``, from the job file's ``[steps.*]`` tables (or the
   ``--step ID:COMMAND`` flags typed before it).
 
@@ -41,7 +41,7 @@ Load it from your shell's start-up file:
   zsh  (~/.zshrc):    eval "$(resumable completion zsh)"
   fish:               resumable completion fish > ~/.config/fish/completions/resumable.fish
 
-Commands, options, run ids (from the runs directory), seed verbs' states and the step ids of
+Commands, options, run ids (from the runs directory), low-level verbs' states and the step ids of
 `resumable run --explain` then complete with TAB.
 """
 
@@ -139,8 +139,8 @@ def complete_step(ctx: click.Context, param: click.Parameter, incomplete: str) -
         return []
 
 
-def _seed_positionals(verb: str) -> list[tuple[str, ...] | None]:
-    """What each positional argument of a seed verb completes to: "run" (run ids), "dir" (a
+def _verb_positionals(verb: str) -> list[tuple[str, ...] | None]:
+    """What each positional argument of a low-level verb completes to: "run" (run ids), "dir" (a
     directory), a tuple of words, or None (free text such as a unit id)."""
     from resumable.core.model import FINAL_STATES, PHASE_STATES, UNIT_STATES
 
@@ -154,9 +154,9 @@ def _seed_positionals(verb: str) -> list[tuple[str, ...] | None]:
     return table.get(verb, [("run",)])
 
 
-def complete_seed_verb(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
-    """Completion of a seed verb's arguments. The seed verbs parse their own arguments (``cli.seed``),
-    so click sees them as extra args: walk them with the seed parser's option table."""
+def complete_low_level_verb(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+    """Completion of a low-level verb's arguments. Those verbs parse their own arguments
+    (``cli.seed``), so click sees them as extra args: walk them with the verbs' option table."""
     from click.shell_completion import CompletionItem
 
     from resumable.cli.seed import OPTIONS
@@ -182,7 +182,7 @@ def complete_seed_verb(ctx: click.Context, incomplete: str) -> list[CompletionIt
         if not tok.startswith("--"):
             positionals.append(tok)
         i += 1
-    kinds = _seed_positionals(verb)
+    kinds = _verb_positionals(verb)
     kind = kinds[len(positionals)] if len(positionals) < len(kinds) else None
     if kind == ("dir",):
         return [CompletionItem(incomplete, type="dir")]

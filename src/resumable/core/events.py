@@ -7,7 +7,7 @@ deterministic). ``apply`` checks everything first and raises ``RefusedError`` or
 exists to avoid. Callers that need the old value keep a deep copy themselves.
 
     init        {id, task, units, launch?, requiredPhases?, requireValidation?}
-    base        {doc, reason}            adopt a whole document (seed import, external edit)
+    base        {doc, reason}            adopt a whole document (ulpi's event log, an external edit)
     begin       {launch?, clock?}        (re)open a run for a new runner session
     unit        {unit, state, note?, deps?, attempt?, fields?}  (only fields, state as it was: stamps kept)
     invalidate  {unit, reason}           the only way a done unit goes back to pending
@@ -45,7 +45,7 @@ _INF = float("inf")
 
 
 def _finite(x: float) -> bool:
-    """math.isfinite without importing math (a seed verb's start-up counts every import)."""
+    """math.isfinite without importing math (a low-level verb's start-up counts every import)."""
     return x == x and x not in (_INF, -_INF)
 
 
@@ -195,7 +195,7 @@ def _apply_unit(doc: Doc, ev: UnitEvent) -> Output:
     if not restated:
         if state == "in_progress":
             unit.setdefault("startedAt", at)
-            # A unit re-entering work is no longer finished (the seed left a stale finishedAt).
+            # A unit re-entering work is no longer finished (ulpi's checkpoint.mjs left a stale finishedAt).
             unit.pop("finishedAt", None)
         elif state == "pending":
             unit.pop("finishedAt", None)

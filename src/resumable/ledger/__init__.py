@@ -1,5 +1,5 @@
 """The phase checkpoint ledger (``resumable checkpoint``): one append-only YAML file per completed
-phase of a pipeline run, compatible with the OmniNode seed's ``checkpoint_manager.py`` files.
+phase of a pipeline run, compatible with OmniNode's ``checkpoint_manager.py`` files.
 
     <base>/<ticket_id>/<run-uuid>/phase_<ordinal>_<phase>_a<attempt>.yaml
 

@@ -76,7 +76,8 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
                               code if isinstance(code, int) and not isinstance(code, bool)
                               else None, dur))
         elif isinstance(unit, dict):
-            # A seed unit has no attempts, only its own start/finish: one bar for its one run.
+            # A unit a script wrote (through a low-level verb) has no attempts, only its own
+            # start/finish: one bar for its one run.
             start = view.parse_ts(unit.get("startedAt"))
             if start is not None:
                 end = view.parse_ts(unit.get("finishedAt"))
