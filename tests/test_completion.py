@@ -153,6 +153,19 @@ def test_step_ids_complete_for_explain(project: Path, tmp_path: Path) -> None:
     assert values("resumable run --step a:true --step b:false --explain ", cwd=project) == ["a", "b"]
 
 
+def test_step_ids_complete_as_targets(project: Path, tmp_path: Path) -> None:
+    assert values("resumable run ", cwd=project) == ["fetch", "load", "load.more"]
+    assert values("resumable run load ", cwd=project) == ["fetch", "load", "load.more"]
+    assert values("resumable run -j 2 fe", cwd=project) == ["fetch"]
+    other = tmp_path / "other.toml"
+    other.write_text('[steps.only]\nrun = "true"\n')
+    assert values(f"resumable run {other} ", cwd=project) == ["only"]
+    assert complete("resumable run ./oth", cwd=project) == [("file", "./oth")]
+    deep = project / "sub" / "deeper"
+    deep.mkdir(parents=True)
+    assert values("resumable run lo", cwd=deep) == ["load", "load.more"]  # the job file found walking up
+
+
 def test_a_bad_job_file_offers_nothing_and_says_nothing(tmp_path: Path) -> None:
     assert values("resumable run --explain ", cwd=tmp_path) == []  # no job file
     (tmp_path / "resumable.toml").write_text("[steps\n")

@@ -93,7 +93,7 @@ def test_the_cli_reference_documents_every_command() -> None:
     page = (DOCS / "reference" / "cli.md").read_text()
     for name, (module, attr, _) in LAZY_COMMANDS.items():
         assert f":module: {module}\n    :command: {attr}\n    :prog_name: resumable {name}\n" in page, name
-    assert "<!-- seed-verbs -->" in page  # the low-level verbs, from their --help table (docs/_hooks)
+    assert "<!-- low-level-verbs -->" in page  # the low-level verbs, from their --help table (docs/_hooks)
 
 
 def test_the_built_cli_reference_shows_every_command_and_option(site: Path) -> None:

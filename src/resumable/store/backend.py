@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, RunEntry
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 
 __all__ = ["Backend", "DigestReading", "Digests", "Doc", "Event", "GcResult", "LeaseState", "LeaseSurvey",
-           "LeftoverGroup", "Record", "RunEntry", "RunHandle", "RunnerLease"]
+           "LeftoverGroup", "Record", "RunEntry", "RunHandle", "RunnerLease", "UnitDigest"]
 
 
 class RunnerLease(Protocol):
@@ -225,6 +225,18 @@ class RunHandle(Protocol):
 
     def close(self) -> None:
         """Flush and release what the handle holds (descriptors, connections)."""
+        ...
+
+
+@runtime_checkable
+class UnitDigest(Protocol):
+    """A handle that can read a little of every unit without holding every unit (a runs directory's,
+    when its snapshot is current): what answers a map over many recorded step calls."""
+
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[Doc, dict[str, Any]] | None:
+        """(the document without its units, {unit id: ``pick(unit id, unit)``} for each unit ``pick``
+        keeps: None drops it), read without a lock, each unit let go once picked; None when the run
+        cannot be read that way now (``load`` then reads it)."""
         ...
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-MARKER = "<!-- seed-verbs -->"
+MARKER = "<!-- low-level-verbs -->"
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def seed_verbs_markdown() -> str:
+def low_level_verbs_markdown() -> str:
     from resumable.cli.main import VERB_HELP, _verb_help_parts
     from resumable.cli.startup import LOW_LEVEL_VERBS
 
@@ -37,5 +37,5 @@ def seed_verbs_markdown() -> str:
 
 def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
     if MARKER in markdown:
-        return markdown.replace(MARKER, seed_verbs_markdown())
+        return markdown.replace(MARKER, low_level_verbs_markdown())
     return markdown
