@@ -42,6 +42,7 @@ Its ``RunHandle`` is the same protocol as the file store's; ``wait_for_change`` 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, RunEntry
@@ -105,19 +106,16 @@ class RunnerLease(Protocol):
     def release(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
 class LeaseState:
     """What a run's runner lease says, read without taking it (``LeaseSurvey``)."""
 
-    __slots__ = ("held", "newer", "run_id", "secrets", "where")
-
-    def __init__(self, run_id: str, where: str, held: bool | None, newer: int | None,
-                 secrets: frozenset[str]) -> None:
-        self.run_id = run_id
-        self.where = where  # the lease, for people (a lease file's path)
-        self.held = held  # None: this host cannot tell (a runner on another host)
-        self.newer = newer  # the format, when a newer resumable wrote it (then nothing else is read)
-        # Secrets of the runners it names, whose processes may still run once no runner holds it.
-        self.secrets = secrets
+    run_id: str
+    where: str  # the lease, for people (a lease file's path)
+    held: bool | None  # None: this host cannot tell (a runner on another host)
+    newer: int | None  # the format, when a newer resumable wrote it (then nothing else is read)
+    # Secrets of the runners it names, whose processes may still run once no runner holds it.
+    secrets: frozenset[str]
 
 
 @runtime_checkable
