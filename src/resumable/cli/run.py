@@ -61,7 +61,9 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
 @click.option("--reset", is_flag=True, help="Delete the run's state (refused while it runs).")
 @click.option("--status", is_flag=True, help="Show the run as `resumable status` does.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and the final summary.")
-@click.option("-v", "--verbose", is_flag=True, help="Also print a line for every skipped step.")
+@click.option("--stream", is_flag=True,
+              help="Print each running step's output lines as they come, prefixed with its id (logs unchanged).")
+@click.option("-v", "--verbose", is_flag=True, help="--stream, and a line for every skipped step.")
 @click.pass_context
 def run_command(ctx: click.Context, /, **kw: Any) -> None:
     """Run a job as a resumable DAG of steps; re-run the same command to finish what is left.

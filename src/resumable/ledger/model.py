@@ -158,16 +158,8 @@ def parse(data: object, schema: Schema) -> Checkpoint:
 def lone_surrogate(data: object) -> str | None:
     """Where ``data`` holds a string no UTF-8 file can hold (a lone surrogate, as JSON's
     ``"\\ud800"`` decodes to), or None. Written, such a checkpoint would read back as corrupt; the
-    durable API refuses them too. One C call clears a document; only a bad one is walked."""
-    try:
-        msgspec.json.encode(data)
-        return None
-    except UnicodeEncodeError:
-        pass
-    except (TypeError, ValueError, OverflowError, RecursionError):
-        # Not JSON-shaped (a YAML date, an int key) or absurdly deep: msgspec.convert judges the
-        # types, and no field of a checkpoint nests (a deep value is refused there).
-        return None
+    durable API refuses them too. Walked without recursion (a checkpoint is small; a deep value is
+    refused by the model, not here)."""
     stack: list[tuple[object, str]] = [(data, "")]
     while stack:
         value, where = stack.pop()

@@ -43,7 +43,8 @@ class RunOptions:
     reset: bool = False
     status: bool = False
     quiet: bool = False
-    verbose: bool = False
+    verbose: bool = False  # also a line per skipped step; and streams, as ``stream``
+    stream: bool = False  # print each running step's output lines, prefixed with its id
 
     def __post_init__(self) -> None:
         if self.jobs < 0:
@@ -52,8 +53,8 @@ class RunOptions:
             raise UsageError("retries must be >= 0")
         if self.max_failures is not None and self.max_failures < 1:
             raise UsageError("max_failures must be >= 1")
-        if self.quiet and self.verbose:
-            raise UsageError("--quiet and --verbose do not go together")
+        if self.quiet and (self.verbose or self.stream):
+            raise UsageError(f"--quiet and {'--verbose' if self.verbose else '--stream'} do not go together")
 
     @classmethod
     def from_api(cls, jobfile: str | os.PathLike[str] | None = None, **kw: Any) -> RunOptions:

@@ -229,7 +229,7 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, wor
     from resumable.runner.display import make_reporter
 
     work = work or job
-    reporter = make_reporter(opts.quiet, verbose=opts.verbose)
+    reporter = make_reporter(opts.quiet, verbose=opts.verbose, stream=opts.stream or opts.verbose)
     lease = backend.lease(job.name)
     lease.acquire()  # refuses (exit 2) when another runner is live
     try:
@@ -310,12 +310,19 @@ def _bookkeeping(work: Job, decisions: Mapping[str, explain.Decision], units: Ma
     return out
 
 
-def _log_path(opts: RunOptions, handle: RunHandle, warn: Any) -> Any:
-    """Where each attempt's log goes: the step's own ``log``, else ``<logs-dir>/<id>.<n>.log``."""
+def _log_path(opts: RunOptions, handle: RunHandle, warn: Any, follow: Any = None) -> Any:
+    """Where each attempt's log goes: the step's own ``log``, else ``<logs-dir>/<id>.<n>.log``;
+    ``follow(step, n, path)`` is told each (live output reads the logs)."""
     logs_dir = os.path.abspath(opts.logs_dir) if opts.logs_dir else handle.log_dir()
     warned: list[str] = []
 
     def log_path(step: Step, n: int) -> str:
+        path = _where(step, n)
+        if follow is not None:
+            follow(step.id, n, path)
+        return path
+
+    def _where(step: Step, n: int) -> str:
         if step.log:
             return step.log
         numbered = os.path.join(logs_dir, f"{step.id}.{n}.log")
@@ -341,7 +348,8 @@ def _schedule(work: Job, writer: SafeWriter, units: Mapping[str, Any], decisions
     sched = Scheduler(
         work, writer, units, decisions,
         Options(jobs=opts.jobs, keep_going=opts.keep_going, max_failures=opts.max_failures, force=opts.force),
-        spawner=process.spawn, reporter=reporter, log_path=_log_path(opts, handle, reporter.warn), groups=lease,
+        spawner=process.spawn, reporter=reporter, groups=lease,
+        log_path=_log_path(opts, handle, reporter.warn, reporter.will_log if reporter.follower else None),
         # Starting processes is most of a short step's cost: with parallel slots, start them
         # side by side (runner.launcher); one slot gains nothing from a thread.
         launch_threads=min(jobs, 4) if jobs > 1 else 0,

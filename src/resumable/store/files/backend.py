@@ -21,17 +21,18 @@ from resumable.store.files.layout import (
     no_parent,
     resolve_run,
 )
-from resumable.store.files.loader import load, read_journal
+from resumable.store.files.loader import digest, load, read_journal
 from resumable.store.files.lock import runner_holder
 from resumable.store.files.writer import Writer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Sequence
     from typing import Any
 
     from resumable.core.types import Event
     from resumable.store.backend import LeaseState
+    from resumable.store.files.digests import DigestView
     from resumable.store.files.lease import FileRunnerLease
     from resumable.store.values import GcResult, Record, RunEntry
 
@@ -111,6 +112,19 @@ class FileRunHandle:
 
     def load(self) -> dict[str, Any] | None:
         return self.writer.current().doc
+
+    def load_digests(self) -> DigestView | None:
+        """The run's head and every unit's digest through its index (``store.files.digests``), or
+        None when only the whole document answers: no index it can vouch for, or this handle
+        holds the document already (then ``load`` costs nothing)."""
+        if self.writer.cursor.state is not None:
+            return None
+        from resumable.store.files import digests  # the counting readers', not a write's
+
+        return digests.load(self.files)
+
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        return digest(self.files, pick)
 
     def read(self) -> dict[str, Any]:
         doc = self.load()
@@ -198,6 +212,18 @@ class CheckedRunHandle(FileRunHandle):
         if doc is not None:
             refuse_unreadable(doc, self.run_id, where_held(self.files))
         return doc
+
+    def load_digests(self) -> DigestView | None:
+        view = super().load_digests()
+        if view is not None:
+            refuse_unreadable(view.doc, self.run_id, where_held(self.files))
+        return view
+
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        found = super().digest(pick)
+        if found is not None:
+            refuse_unreadable({**found[0], "units": {}}, self.run_id, where_held(self.files))
+        return found
 
 
 def where_held(files: RunFiles) -> str:
