@@ -139,7 +139,8 @@ class PgRunHandle:
             return bool(holder) and holder[0].saved(conn)
 
         try:
-            out = self.backend.write(txn, what=what, probe=probe, patience=patience, pipeline=True)
+            out = self.backend.write(txn, what=what, probe=probe, patience=patience, pipeline=True,
+                                     migrate=init or create)
         except BaseException:
             if holder and (holder[0].applied or holder[0].bodies):
                 self.state = None
