@@ -37,6 +37,12 @@ run.close()
 """
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _schema(pg_url: str) -> None:
+    """The module's database has the schema whichever test runs first (they count its rows)."""
+    ok(cli("db", "upgrade", env=base_env(RESUMABLE_STORE=pg_url)))
+
+
 def _step(tmp_path: Path, **env: str) -> tuple[str, int]:
     counter = tmp_path / "counter"
     full = base_env(COUNTER=str(counter), XDG_STATE_HOME=str(tmp_path / "state"), **env)

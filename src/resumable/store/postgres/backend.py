@@ -34,6 +34,7 @@ class PgBackend:
     def __init__(self, url: str, *, patience: float = 0.0) -> None:
         self.db = Db(url, patience=patience)
         self._version: int | None = None
+        self.no_schema: schema.NoSchemaError | None = None  # what a read of a database without it said
         self._handles: dict[str, PgRunHandle] = {}
 
     # -- the Backend protocol -------------------------------------------------------------------
@@ -148,7 +149,11 @@ class PgBackend:
         """The database, its schema checked once per process; ``migrate``: brought up to date
         (writes that create a run, workers), else a database without it is refused."""
         if self._version is None:
-            self._version = schema.check(self.db, migrate=migrate)
+            try:
+                self._version = schema.check(self.db, migrate=migrate)
+            except schema.NoSchemaError as exc:
+                self.no_schema = exc
+                raise
         return self.db
 
     def upgrade(self) -> tuple[int | None, int]:

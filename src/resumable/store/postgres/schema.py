@@ -24,6 +24,11 @@ from resumable.errors import NewerFormatError, StoreError
 if TYPE_CHECKING:
     from resumable.store.postgres.db import Connection, Db
 
+class NoSchemaError(StoreError):
+    """The database has no resumable schema: resumable never wrote to it (exit 1). A run's handle
+    reads it as "no such run" where a caller only looks (before an init that creates the run)."""
+
+
 _LOCK_KEY = 0x7265_7375  # "resu": the advisory lock migrations take
 _VERSION_TABLE = "resumable_schema"
 
@@ -64,7 +69,7 @@ def check(db: Db, *, migrate: bool) -> int:
         return have
     if not migrate:
         if have is None:
-            raise StoreError(f"no resumable schema in {db.display}; run `resumable db upgrade` (or point"
+            raise NoSchemaError(f"no resumable schema in {db.display}; run `resumable db upgrade` (or point"
                              " --store / RESUMABLE_STORE at the database that holds the runs)")
         raise StoreError(f"the database at {db.display} has resumable schema version {have}, older than this"
                          f" resumable's ({latest()}); run `resumable db upgrade`")
