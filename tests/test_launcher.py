@@ -11,12 +11,12 @@ from pathlib import Path
 
 from corehelpers import RESUMABLE, cli, ok
 from resumable import __version__
-from resumable.cli.startup import SEED_VERB_MUST_NOT_IMPORT
+from resumable.cli.startup import LOW_LEVEL_VERB_MUST_NOT_IMPORT
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # The start-up rule, written once in the package (cli/startup.py).
-HEAVY = SEED_VERB_MUST_NOT_IMPORT
+HEAVY = LOW_LEVEL_VERB_MUST_NOT_IMPORT
 
 
 def _imported(*args: str, runs: Path) -> set[str]:

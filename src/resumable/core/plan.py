@@ -178,3 +178,17 @@ def topological_order(graph: Mapping[str, Iterable[str]]) -> list[str]:
         members = " -> ".join(cycle[0]) if cycle else "?"
         raise ValueError(f"dependency cycle: {members}")
     return out
+
+
+def needed_by(graph: Mapping[str, Iterable[str]], targets: Iterable[str]) -> set[str]:
+    """The targets and everything they need, transitively (make's ``make combine``): a walk over
+    the needs, O(steps + needs) at most. Unknown names are the caller's to refuse first."""
+    out: set[str] = set()
+    stack = [t for t in targets if t in graph]
+    while stack:
+        node = stack.pop()
+        if node in out:
+            continue
+        out.add(node)
+        stack.extend(d for d in graph.get(node, ()) if d not in out)
+    return out

@@ -29,6 +29,7 @@ from resumable.core.model import MAX_NESTING, MAX_UNIT_ID, check_unit_id
 from resumable.core.types import Event
 from resumable.durable import codec
 from resumable.durable.attempts import Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
+from resumable.durable.digest import Recorded, recorded_error
 from resumable.durable.engine import Call, Engine
 from resumable.durable.keys import Binder, arguments_key, check_step_name, custom_key, readable_key, unit_id
 from resumable.errors import InvalidInputError
@@ -89,24 +90,27 @@ class Step:
 
     # -- identity and lookups --
     def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any], units: dict[str, Any] | None = None) -> str:
-        """The call's unit id. ``units``: the run's units, when the caller holds the records' lock."""
+        """The call's unit id. ``units``: the run's units (or a digest's), which the caller holds."""
         if self.key is not None:
             return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
         bound = self.binder.bind(args, kwargs)
         uid = self.readable_id(bound)
         if uid is None:
             return f"{self.name}:{arguments_key(bound, self.name)}"
-        if units is not None and uid in units:
-            return uid
+        if units is not None:
+            return uid if uid in units else self.legacy_or(uid, bound, units)
         records = self.engine.records
         with records.lock:
             units = records.units()
             if uid in units:
                 return uid
-            # A run recorded before readable keys holds this call under its hashed id: that unit
-            # stays the call's, whatever its state, so its result is used and it is never orphaned.
-            legacy = f"{self.name}:{arguments_key(bound, self.name)}"
-            return legacy if legacy in units else uid
+            return self.legacy_or(uid, bound, units)
+
+    def legacy_or(self, uid: str, bound: dict[str, Any], units: dict[str, Any]) -> str:
+        # A run recorded before readable keys holds this call under its hashed id: that unit
+        # stays the call's, whatever its state, so its result is used and it is never orphaned.
+        legacy = f"{self.name}:{arguments_key(bound, self.name)}"
+        return legacy if legacy in units else uid
 
     def readable_id(self, bound: dict[str, Any]) -> str | None:
         """``<name>:<value>`` for a call whose only argument, its first parameter, reads as a key."""
@@ -131,14 +135,26 @@ class Step:
             return False, None
         status = unit.get("status")
         if status == "done":
-            field = unit.get("result")
-            if unit.get("version") != self.version or not codec.decodable(field, self.serializer):
-                return False, None
-            assert isinstance(field, dict)
-            return True, codec.decode(field, self.serializer, self.engine.records, f"unit {uid}")
+            return self.answer_done(uid, unit.get("version"), unit.get("result"), copy=True)
         if status == "failed" and not self.retry_failed:
             raise StepFailed(uid, recorded_error(unit))
         return False, None
+
+    def answer_recorded(self, uid: str, unit: Recorded | None, *, copy: bool) -> tuple[bool, Any]:
+        """``answer`` from a digest's entry; ``copy=False``: its result is handed out as it is."""
+        if unit is None:
+            return False, None
+        if unit.status == "done":
+            return self.answer_done(uid, unit.version, unit.result, copy=copy)
+        if unit.status == "failed" and not self.retry_failed:
+            raise StepFailed(uid, unit.error or {})
+        return False, None
+
+    def answer_done(self, uid: str, version: Any, field: Any, *, copy: bool) -> tuple[bool, Any]:
+        if version != self.version or not codec.decodable(field, self.serializer):
+            return False, None
+        assert isinstance(field, dict)
+        return True, codec.decode(field, self.serializer, self.engine.records, f"unit {uid}", copy=copy)
 
     def acquire(self, uid: str) -> tuple[bool, Any]:
         """A hit, or (False, None) with this thread holding the unit's claim."""
@@ -322,17 +338,6 @@ class Step:
         if error is not None:
             raise error
         return value
-
-
-def recorded_error(unit: dict[str, Any]) -> dict[str, Any]:
-    attempts = unit.get("attempts")
-    if isinstance(attempts, list):
-        for a in reversed(attempts):
-            if isinstance(a, dict) and isinstance(a.get("error"), dict):
-                error: dict[str, Any] = a["error"]
-                return error
-    note = unit.get("note")
-    return {"type": "Exception", "message": note if isinstance(note, str) else "failed"}
 
 
 def decorate(engine: Engine, fn: Any = None, /, *, name: str | None = None, key: Any = None, version: Any = None,

@@ -6,11 +6,12 @@ intact, and no step it needs re-runs. Every other case gets a reason a person ca
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from resumable.runner.fingerprint import check_artifacts, fingerprint_changes, unchanged
+from resumable.runner.fingerprint import changes_between, check_artifacts, fingerprint, unchanged
+from resumable.runner.inputs import InputFile
 from resumable.runner.jobfile import Job, Step
 
 INTEGRATED = "reconciled-from-trailer:"  # a unit marked done from an integrated commit
@@ -22,6 +23,9 @@ class Decision:
     run: bool
     reason: str
     invalidate: bool = False  # the unit is done and must be invalidated (explicitly) before re-running
+    # A skipped step whose inputs were touched but hold the same content: its fingerprint with the
+    # files' new size, mtime and inode, to store, so the next run need not hash them again.
+    refresh: dict[str, Any] | None = None
 
     def line(self) -> str:
         return f"{'run ' if self.run else 'skip'}  {self.step}: {self.reason}"
@@ -36,14 +40,15 @@ def _last_exit(unit: Mapping[str, Any]) -> object:
     return code
 
 
-def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -> Decision:
-    """The decision for one step, given its stored unit (anything, null-safe) and the needs that
-    will run in this invocation."""
+def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str],
+           files: Sequence[InputFile] | None = None) -> Decision:
+    """The decision for one step, given its stored unit (anything, null-safe), the needs that
+    will run in this invocation and the files its inputs named a moment ago (None: look now)."""
     # dict, not Mapping: documents are plain JSON objects, and an ABC check per step adds up.
     u: Mapping[str, Any] = unit if isinstance(unit, dict) else {}
     status = u.get("status") if u else None
     done = status == "done"
-    if done and not force and not upstream_runs and unchanged(step, u.get("fingerprint")):
+    if done and not force and not upstream_runs and unchanged(step, u.get("fingerprint"), files):
         # The common case of a re-run, first and fast: unchanged, intact, nothing upstream.
         art = check_artifacts(step, u.get("artifacts"))
         if art.ok:
@@ -71,7 +76,9 @@ def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -
     if u.get("fingerprint") is None and isinstance(note, str) and note.startswith(INTEGRATED):
         # Done by reconciliation ([job] reconcile): git holds the proof, not a fingerprint.
         return Decision(step.id, False, f"integrated in {note[len(INTEGRATED):]}")
-    changes = fingerprint_changes(step, u.get("fingerprint"))
+    stored = u.get("fingerprint")
+    now = fingerprint(step, stored if isinstance(stored, dict) else None, files)
+    changes = changes_between(stored, now)
     if changes:
         return Decision(step.id, True, ", ".join(changes), invalidate=True)
     art = check_artifacts(step, u.get("artifacts"))
@@ -79,15 +86,18 @@ def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -
         return Decision(step.id, True, art.reason, invalidate=True)
     if upstream_runs:
         return Decision(step.id, True, f"upstream re-runs: {', '.join(upstream_runs)}", invalidate=True)
-    return Decision(step.id, False, "done")
+    touched = step.inputs and isinstance(stored, dict) and now.get("inputs") != stored.get("inputs")
+    return Decision(step.id, False, "done", refresh=now if touched else None)
 
 
 def plan(job: Job, units: Mapping[str, Any], *, force: bool) -> dict[str, Decision]:
     """Decisions for every step, in the job's order, each after its needs' (the job is acyclic)."""
     out: dict[str, Decision] = {}
+    files = job.input_files
     if not any(s.needs for s in job.steps):
         for step in job.steps:
-            out[step.id] = decide(step, units.get(step.id), force=force, upstream_runs=[])
+            out[step.id] = decide(step, units.get(step.id), force=force, upstream_runs=[],
+                                  files=files.get(step.id))
         return out
     from resumable.core.plan import topological_order
 
@@ -96,6 +106,6 @@ def plan(job: Job, units: Mapping[str, Any], *, force: bool) -> dict[str, Decisi
     for sid in order:
         step = by_id[sid]
         upstream = [d for d in step.needs if out[d].run]
-        out[sid] = decide(step, units.get(sid), force=force, upstream_runs=upstream)
+        out[sid] = decide(step, units.get(sid), force=force, upstream_runs=upstream, files=files.get(sid))
     # Report in the job's own order, which is what the user wrote.
     return {s.id: out[s.id] for s in job.steps}

@@ -49,6 +49,8 @@ class ReporterSink:
         self.reporter = reporter
 
     def started(self, claim: ClaimLike, step: Step) -> None:
+        if self.reporter.follower is not None:
+            self.reporter.will_log(step.id, claim.n, step.log or claim.log)
         self.reporter.step_started(step, claim.n)
 
     def finished(self, claim: ClaimLike, step: Step, status: str, duration: float, exit_code: int | None,
@@ -103,7 +105,7 @@ def launch_of(command: str, args: list[str]) -> dict[str, Any]:
 
 def run_job_on(job: Job, queue: Any, opts: RunOptions) -> int:
     """``resumable run`` on a work-queue store: submit, then work on this run until it ends."""
-    reporter = make_reporter(opts.quiet, verbose=opts.verbose)
+    reporter = make_reporter(opts.quiet, verbose=opts.verbose, stream=opts.stream or opts.verbose)
     launch = launch_of("run", opts.replay_args())
     _, decisions = submit_job(queue, job, launch=launch, force=opts.force, keep_going=opts.keep_going,
                               max_failures=opts.max_failures)

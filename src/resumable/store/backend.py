@@ -43,15 +43,16 @@ Its ``RunHandle`` is the same protocol as the file store's; ``wait_for_change`` 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, RunEntry
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 
 __all__ = ["Backend", "Doc", "Event", "GcResult", "LeaseState", "LeaseSurvey", "LeftoverGroup", "Record",
-           "RunEntry", "RunHandle", "RunImporter", "RunnerLease"]
+           "RunEntry", "RunHandle", "RunImporter", "RunnerLease", "UnitDigest"]
 
 
 class RunnerLease(Protocol):
@@ -106,19 +107,16 @@ class RunnerLease(Protocol):
     def release(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
 class LeaseState:
     """What a run's runner lease says, read without taking it (``LeaseSurvey``)."""
 
-    __slots__ = ("held", "newer", "run_id", "secrets", "where")
-
-    def __init__(self, run_id: str, where: str, held: bool | None, newer: int | None,
-                 secrets: frozenset[str]) -> None:
-        self.run_id = run_id
-        self.where = where  # the lease, for people (a lease file's path)
-        self.held = held  # None: this host cannot tell (a runner on another host)
-        self.newer = newer  # the format, when a newer resumable wrote it (then nothing else is read)
-        # Secrets of the runners it names, whose processes may still run once no runner holds it.
-        self.secrets = secrets
+    run_id: str
+    where: str  # the lease, for people (a lease file's path)
+    held: bool | None  # None: this host cannot tell (a runner on another host)
+    newer: int | None  # the format, when a newer resumable wrote it (then nothing else is read)
+    # Secrets of the runners it names, whose processes may still run once no runner holds it.
+    secrets: frozenset[str]
 
 
 @runtime_checkable
@@ -201,6 +199,18 @@ class RunHandle(Protocol):
 
     def close(self) -> None:
         """Flush and release what the handle holds (descriptors, connections)."""
+        ...
+
+
+@runtime_checkable
+class UnitDigest(Protocol):
+    """A handle that can read a little of every unit without holding every unit (a runs directory's,
+    when its snapshot is current): what answers a map over many recorded step calls."""
+
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[Doc, dict[str, Any]] | None:
+        """(the document without its units, {unit id: ``pick(unit id, unit)``} for each unit ``pick``
+        keeps: None drops it), read without a lock, each unit let go once picked; None when the run
+        cannot be read that way now (``load`` then reads it)."""
         ...
 
 

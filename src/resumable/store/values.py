@@ -1,6 +1,6 @@
 """Plain values that cross the storage seam (see ``store.backend`` for the protocols).
 
-No ``typing`` import here: the seed verbs load this module on every call, and ``typing`` alone costs
+No ``typing`` import here: the low-level verbs load this module on every call, and ``typing`` alone costs
 a noticeable share of a ``resumable unit`` call.
 """
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class Picked:
     """The run a reader picked: its listing entry, a handle to read it through, and the other runs
-    whose id also starts with what the user typed (the seed picks the first silently; we say so)."""
+    whose id also starts with what the user typed (ulpi's run-status picks the first silently; we say so)."""
 
     __slots__ = ("also_matched", "entry", "handle")
 
@@ -54,7 +54,7 @@ def pick_run(backend: Backend, run: str | None) -> Picked | None:
         if os.path.isfile(run):
             handle = store.open_path(run)
             return Picked(entry_of(handle, os.path.basename(run)), handle, [])
-        # The seed also matches a bare file name inside the runs directory.
+        # ulpi's run-status also matches a bare file name inside the runs directory.
         inside = os.path.join(backend.root, run)
         if os.sep not in run and os.path.isfile(inside):
             handle = store.open_path(inside)

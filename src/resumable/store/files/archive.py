@@ -31,7 +31,7 @@ def delete_run(files: RunFiles) -> list[str]:
         return removed
     lock = held_lock(files)
     try:
-        for path in (files.snapshot, files.journal):
+        for path in (files.snapshot, files.journal, files.index):
             if os.path.lexists(path):
                 try:
                     fsio.unlink(path)
@@ -105,6 +105,8 @@ def archive_run(files: RunFiles) -> str:
         raise translate(exc, f"cannot archive {files.snapshot}: {os.path.join(files.dir, 'archive')}") from exc
     try:
         base = archive_base(files, archive, afd)
+        if os.path.lexists(files.index):
+            fsio.unlink(files.index)  # derived from the journal: not worth keeping in an archive
         if os.path.lexists(files.snapshot):
             fsio.rename_noclobber(files.snapshot, base + ".json", dst_dir_fd=afd)
         if os.path.lexists(files.journal):

@@ -21,13 +21,13 @@ from resumable.store.files.layout import (
     no_parent,
     resolve_run,
 )
-from resumable.store.files.loader import load, read_journal
+from resumable.store.files.loader import digest, load, read_journal
 from resumable.store.files.lock import runner_holder
 from resumable.store.files.writer import Writer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Sequence
     from typing import Any
 
     from resumable.core.types import Event
@@ -111,6 +111,9 @@ class FileRunHandle:
 
     def load(self) -> dict[str, Any] | None:
         return self.writer.current().doc
+
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        return digest(self.files, pick)
 
     def read(self) -> dict[str, Any]:
         doc = self.load()
@@ -198,6 +201,12 @@ class CheckedRunHandle(FileRunHandle):
         if doc is not None:
             refuse_unreadable(doc, self.run_id, where_held(self.files))
         return doc
+
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        found = super().digest(pick)
+        if found is not None:
+            refuse_unreadable({**found[0], "units": {}}, self.run_id, where_held(self.files))
+        return found
 
 
 def where_held(files: RunFiles) -> str:

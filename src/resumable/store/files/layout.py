@@ -6,6 +6,7 @@ Files of a run with stem S (``<runs-dir>/<id>``, or a ``.json`` path given by th
     S.json            the snapshot view (pretty JSON + "_journal" marker; see snapshot.py)
     S.journal.jsonl   the journal: the source of truth and the run's whole history
     S.lock            flock lock file serialising writers; never unlinked (see lock.py)
+    S.index           a large run's unit index, derived from the journal (see index.py)
     S.runner.lock     the runner lease (see lease.py)
     S/                per-run data (the runner's logs)
     S.events.jsonl    the ulpi seed's opt-in event log: read, adopted when ahead, never written
@@ -110,7 +111,8 @@ def create_runs_dir(path: str) -> None:
 class RunFiles:
     """The paths of one run's files (strings)."""
 
-    __slots__ = ("by_id", "data_dir", "dir", "events", "journal", "lock", "runner_lock", "snapshot", "stem")
+    __slots__ = ("by_id", "data_dir", "dir", "events", "index", "journal", "lock", "runner_lock", "snapshot",
+                 "stem")
 
     def __init__(self, snapshot_path: str, *, by_id: bool = False) -> None:
         head, name = os.path.split(snapshot_path)
@@ -119,6 +121,7 @@ class RunFiles:
         self.snapshot = snapshot_path
         self.journal = os.path.join(head, f"{self.stem}.journal.jsonl")
         self.lock = os.path.join(head, f"{self.stem}.lock")
+        self.index = os.path.join(head, f"{self.stem}.index")  # a large run's unit index (index.py)
         self.runner_lock = os.path.join(head, f"{self.stem}.runner.lock")
         self.data_dir = os.path.join(head, self.stem)  # runner logs and other per-run files
         self.events = os.path.join(head, f"{self.stem}.events.jsonl")  # the seed's eventLogPath

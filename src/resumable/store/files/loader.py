@@ -21,6 +21,7 @@ from resumable.store.files.layout import RunFiles, files_for, translate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from resumable.core.types import Event
@@ -291,6 +292,40 @@ def _lost(files: RunFiles, marker: snapshot.Marker, what: str) -> CorruptRunErro
         f"{files.journal}: {what}, but the snapshot {files.snapshot} acknowledges records up to"
         f" {marker.seq} (byte offset {marker.offset}): nothing was changed; restore the journal from a"
         " backup, or move it aside to fall back to the snapshot")
+
+
+def digest(files: RunFiles, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the document without its units, {unit id: pick(unit id, unit)}) of a run whose snapshot is
+    current (the journal ends at its marker), decoded a piece at a time so that only what ``pick``
+    keeps of each unit is held; None for any other run (``load`` reads it)."""
+    if events_key(files) is not None:
+        return None  # a seed event log may be ahead: load() decides
+    try:
+        fd = fsio.open_regular(files.snapshot, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        decoded = snapshot.decode_chunked(lambda offset, size: os.pread(fd, size, offset), pick=pick)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if decoded is None or decoded[0].marker is None:
+        return None
+    marker = decoded[0].marker
+    try:
+        st = os.stat(files.journal, follow_symlinks=False)
+    except OSError:
+        return None
+    # Read after the snapshot: a journal that still ends at the marker had no record after it then.
+    if not stat.S_ISREG(st.st_mode) or st.st_size != marker.offset:
+        return None
+    if marker.offset > 0:
+        head = max(marker.offset - _LAST_RECORD_WINDOW, 0)
+        _check_last_record(files, marker, head, read_journal_range(files.journal, head, marker.offset - head))
+    doc = decoded[0].doc
+    units = doc.pop("units")
+    return doc, units
 
 
 def pread_all(fd: int, offset: int, length: int) -> bytes:

@@ -90,7 +90,7 @@ class SnapshotView:
 def sweep_temps(directory: str, stem: str) -> None:
     """Remove temp files a killed writer left next to a run's files. Called under the run's lock,
     when no other writer of this run can be between creating and renaming its temp."""
-    prefixes = (f".{stem}.json.tmp.", f".{stem}.journal.jsonl.tmp.")
+    prefixes = (f".{stem}.json.tmp.", f".{stem}.journal.jsonl.tmp.", f".{stem}.index.tmp.")
     try:
         with os.scandir(directory) as entries:
             stale = [e.path for e in entries if e.name.startswith(prefixes)]

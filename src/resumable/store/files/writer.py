@@ -14,8 +14,9 @@ from resumable.core import jsonio, verbs
 from resumable.core.events import apply
 from resumable.core.model import LIVE_RUN_STATES, shape_problem
 from resumable.errors import CorruptRunError, InvalidInputError, RefusedError
-from resumable.store.files import journal
+from resumable.store.files import journal, pointwrite
 from resumable.store.files.cursor import Cursor
+from resumable.store.files.keeper import Keeper
 from resumable.store.files.layout import RunFiles, missing_run, no_parent, translate
 from resumable.store.files.loader import Loaded, events_key
 from resumable.store.files.lock import RunLock
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
     from resumable.core.types import Event
 
 
+# Writes one process makes through the index before it loads the whole document: a process that
+# writes this often does better holding the document, each write then O(1) without any index read.
+POINT_WRITES = 16
+
+
 class Writer:
     """The write side of one run, for one process. Keeps the document in memory between writes and
     catches up under the lock, so a write costs O(1) however many units the run has."""
@@ -38,6 +44,8 @@ class Writer:
         self.lock = RunLock(files)
         self.cursor = Cursor(files)
         self.view = SnapshotView(self.cursor)
+        self.keeper = Keeper(self.cursor)
+        self.point_writes = 0  # writes made through the index (``pointwrite``)
 
     @property
     def snapshot_error(self) -> str | None:
@@ -85,6 +93,14 @@ class Writer:
         try:
             if init:
                 return [self._init_locked(events[0], lazy_view)]
+            if self.cursor.state is None and self.point_writes < POINT_WRITES \
+                    and pointwrite.eligible(events):
+                # Nothing of the run in memory (a CLI call): a large run's index makes this write
+                # O(1) of its size; None when it has none, or cannot vouch for it.
+                outputs = pointwrite.commit(self, events, lazy_view)
+                if outputs is not None:
+                    self.point_writes += 1
+                    return outputs
             return self._commit_locked(events, lazy_view)
         finally:
             self.cursor.locked = False
@@ -114,7 +130,8 @@ class Writer:
         self.cursor.snap_offset = 0
         # An old seed snapshot still in place must be replaced now (unmarked next to the new
         # journal it would read as an edit); otherwise the usual policy applies.
-        self.view.after_write(new, force=os.path.lexists(self.files.snapshot), lazy=lazy_view)
+        self.keeper.drop()  # the old run's; the new run's is built with its first view (or write)
+        self._after_write(new, force=os.path.lexists(self.files.snapshot), lazy=lazy_view)
         move_old_logs(self.files, base)
         return output
 
@@ -152,6 +169,7 @@ class Writer:
             pending.append({"t": "base", "at": events[0]["at"], "reason": state.adopt, "doc": adopted})
         outputs: list[Any] = []
         doc = state.doc
+        before = (state.seq, state.offset)
         try:
             # Refusals happen here, before anything is written. apply() checks an event fully
             # before mutating, so only events after the first can leave the cache half-changed.
@@ -159,7 +177,7 @@ class Writer:
                 doc, out = apply(doc, event)
                 outputs.append(out)
                 pending.append(event)
-            self._append(state, pending)
+            self.append(state, pending)
         except (RefusedError, InvalidInputError):
             if outputs:
                 self.cursor.forget()  # earlier events of the batch changed the cached document
@@ -172,15 +190,36 @@ class Writer:
             raise
         state.doc = doc
         state.adopt = None
+        self.keeper.after_commit(state, before, pending)
         # A finished run's view is made exact once; an adopted base gets a fresh marker at once.
         force = False
         for ev in pending:  # a plain loop: every transition passes here
             if ev.get("t") in ("finalize", "base"):
                 force = True
-        self.view.after_write(state, force=force, lazy=lazy_view)
+        self._after_write(state, force=force, lazy=lazy_view)
         return outputs
 
-    def _append(self, state: Loaded, events: list[Event]) -> None:
+    def _after_write(self, state: Loaded, *, force: bool, lazy: bool) -> None:
+        refreshes = self.view.refreshes
+        self.view.after_write(state, force=force, lazy=lazy)
+        if self.view.refreshes != refreshes and state.snap_seq == state.seq:
+            self.keeper.after_refresh(state)
+
+    def refresh_whole(self, *, rebuild: bool) -> None:
+        """After a write through the index (``pointwrite``), under the lock: the snapshot view is
+        due (or the index wants rebuilding), which takes the whole document, loaded now."""
+        state = self.cursor.full_load()
+        if state.doc is None:
+            return
+        if state.snap_seq != state.seq:
+            self.view.refresh(state)
+        if rebuild or state.snap_seq != state.seq:
+            self.keeper.rebuild(state)
+        else:
+            self.keeper.after_refresh(state)
+
+    def append(self, state: Loaded, events: list[Event]) -> None:
+        """Append the records of ``events`` after ``state``'s last one and fsync them."""
         # Encode first: a value JSON cannot hold (e.g. undecodable argv bytes) must be refused
         # before the journal is created or touched.
         seq = state.seq
@@ -249,6 +288,16 @@ class Writer:
         # would modify a file that reads must leave alone (and, for an edit, stamp a marker
         # claiming the journal holds it when it does not).
         state = self.cursor.state
+        if state is None and self.point_writes:
+            self.point_writes = 0
+            self.lock.acquire()
+            self.cursor.locked = True
+            try:
+                self.refresh_whole(rebuild=False)
+            finally:
+                self.cursor.locked = False
+                self.lock.release()
+            return
         if state is None or state.snap_seq == state.seq or state.adopt:
             return
         self.lock.acquire()
@@ -257,6 +306,8 @@ class Writer:
             state = self.cursor.catch_up()
             if state.doc is not None and state.snap_seq != state.seq and not state.adopt:
                 self.view.refresh(state)
+                if state.snap_seq == state.seq:
+                    self.keeper.after_refresh(state)
         finally:
             self.cursor.locked = False
             self.lock.release()
