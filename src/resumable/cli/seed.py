@@ -111,10 +111,11 @@ BIG_PRINT = 5000
 
 
 def _entries(value: Any) -> int:
+    """Entries of the containers a printed value holds at its top (a document's units and items,
+    a summary's lists, a resume set's)."""
     if not isinstance(value, dict):
         return 0
-    return sum(len(value[k]) for k in ("units", "openItems", "resolvedItems")
-               if isinstance(value.get(k), (dict, list)))
+    return sum(len(v) for v in value.values() if isinstance(v, (dict, list)))
 
 
 def _out(value: Any, *, pretty: bool = False) -> None:
@@ -187,20 +188,34 @@ def _read(args: Args) -> dict[str, Any]:
     return doc
 
 
+def _counted(args: Args) -> dict[str, Any]:
+    """The document ``get --summary`` and ``resume`` read: a large run's digests where the store
+    keeps them (each unit's status and needs: all these verbs look at, without decoding the units
+    whole), else the whole document."""
+    from resumable.store.backend import DigestReading
+
+    handle = _open(args).handle
+    if isinstance(handle, DigestReading):
+        view = handle.load_digests()
+        if view is not None:
+            return view.doc
+    doc: dict[str, Any] = handle.read()
+    return doc
+
+
 def _get(args: Args) -> None:
-    doc = _read(args)
     if args.flag("--summary"):
         from resumable.core.model import summary
 
-        _out(summary(doc), pretty=True)
+        _out(summary(_counted(args)), pretty=True)
     else:
-        _out(doc, pretty=True)
+        _out(_read(args), pretty=True)
 
 
 def _resume(args: Args) -> None:
     from resumable.core.plan import resume_set
 
-    _out(resume_set(_read(args)), pretty=True)  # the seed prints it indented, as `get`
+    _out(resume_set(_counted(args)), pretty=True)  # the seed prints it indented, as `get`
 
 
 def _item(args: Args) -> None:

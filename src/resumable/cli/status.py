@@ -81,7 +81,8 @@ def status_command(
         printer.lines([view.list_line(e.name, e.doc, e.error, now, judged(backend, e)) for e in entries])
         return
 
-    picked = discovery.pick_run(backend, run)
+    # The plain view only counts a run's units and details a few: a large run's digests serve it.
+    picked = discovery.pick_run(backend, run, digests=not (watch or as_json or resume or units_state))
     if picked is None:
         # No runs at all is not an error: a fresh project simply has none yet.
         click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or "
@@ -138,7 +139,7 @@ def status_command(
         overlay = workflow.overlay_lines(live, d, t) if shown else []
         return view.render_status(d, file=entry.location, now=t, width=printer.layout_width, here=here,
                                   show_eta=watch, verdict=judge(d, t), overlay=overlay, runs_dir=runs_line,
-                                  store=hint_store)
+                                  store=hint_store, detail=picked.detail if d is doc else None)
 
     if watch:
         try:

@@ -49,10 +49,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, RunEntry
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
-__all__ = ["Backend", "Doc", "Event", "GcResult", "LeaseState", "LeaseSurvey", "LeftoverGroup", "Record",
-           "RunEntry", "RunHandle", "RunImporter", "RunnerLease", "UnitDigest"]
+__all__ = ["Backend", "DigestReading", "Digests", "Doc", "Event", "GcResult", "LeaseState", "LeaseSurvey",
+           "LeftoverGroup", "Record", "RunEntry", "RunHandle", "RunImporter", "RunnerLease", "UnitDigest"]
 
 
 class RunnerLease(Protocol):
@@ -127,6 +127,31 @@ class LeaseSurvey(Protocol):
     def runner_leases(self) -> list[LeaseState]:
         """Every run's runner lease, by run id, read without taking any; ``StoreError`` when the
         store cannot be listed."""
+        ...
+
+
+class Digests(Protocol):
+    """A run read without decoding its units whole: ``doc`` is the document with each unit replaced
+    by its digest (a unit's ``status``, ``dependsOn``, ``removed`` and a ``note`` that starts with
+    ``reconciled-from-trailer``; a malformed unit as it is), all that counting readers look at."""
+
+    @property
+    def doc(self) -> Doc: ...
+
+    def units(self, ids: Iterable[str]) -> dict[str, Any] | None:
+        """The whole values of those units (the ones the run has) as of ``doc``; None when the store
+        moved on meanwhile (read the whole document then)."""
+        ...
+
+
+@runtime_checkable
+class DigestReading(Protocol):
+    """A handle that can read a large run's digests (a runs directory keeps an index for it): what
+    ``get --summary``, ``resume`` and ``status`` read, in a fraction of a whole load's time and
+    memory."""
+
+    def load_digests(self) -> Digests | None:
+        """The run's digests, or None when only the whole document answers (``load``)."""
         ...
 
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from resumable.core.types import Event
     from resumable.store.backend import LeaseState
+    from resumable.store.files.digests import DigestView
     from resumable.store.files.lease import FileRunnerLease
     from resumable.store.values import GcResult, Record, RunEntry
 
@@ -111,6 +112,16 @@ class FileRunHandle:
 
     def load(self) -> dict[str, Any] | None:
         return self.writer.current().doc
+
+    def load_digests(self) -> DigestView | None:
+        """The run's head and every unit's digest through its index (``store.files.digests``), or
+        None when only the whole document answers: no index it can vouch for, or this handle
+        holds the document already (then ``load`` costs nothing)."""
+        if self.writer.cursor.state is not None:
+            return None
+        from resumable.store.files import digests  # the counting readers', not a write's
+
+        return digests.load(self.files)
 
     def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
         return digest(self.files, pick)
@@ -201,6 +212,12 @@ class CheckedRunHandle(FileRunHandle):
         if doc is not None:
             refuse_unreadable(doc, self.run_id, where_held(self.files))
         return doc
+
+    def load_digests(self) -> DigestView | None:
+        view = super().load_digests()
+        if view is not None:
+            refuse_unreadable(view.doc, self.run_id, where_held(self.files))
+        return view
 
     def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
         found = super().digest(pick)

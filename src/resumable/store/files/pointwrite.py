@@ -66,7 +66,7 @@ class Mini:
         if uid is not None and uid not in self.units:
             _, slot = self.ix.find(uid)
             if slot is not None:
-                self.units[uid] = self.ix.unit(slot)[1]
+                self.units[uid] = self.ix.unit(slot)
 
 
 def unit_of(event: Event) -> str | None:
