@@ -82,7 +82,8 @@ def status_command(
         return
 
     # The plain view only counts a run's units and details a few: a large run's digests serve it.
-    picked = discovery.pick_run(backend, run, digests=not (watch or as_json or resume or units_state))
+    counted_only = not (watch or as_json or resume or units_state)
+    picked = discovery.pick_run(backend, run, counted_only)
     if picked is None:
         # No runs at all is not an error: a fresh project simply has none yet.
         click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or "

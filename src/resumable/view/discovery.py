@@ -75,7 +75,7 @@ def unreadable(entry: RunEntry) -> StoreError:
     return kind(entry.error or f"cannot read {entry.location}")
 
 
-def pick_run(backend: Backend, run: str | None, *, digests: bool = False) -> Picked | None:
+def pick_run(backend: Backend, run: str | None, digests: bool = False) -> Picked | None:
     """The run a user means, or None when there are no runs at all (and none was named).
 
     RUN is a path ending in `.json` (used as given), an exact id or file name, or an id prefix.

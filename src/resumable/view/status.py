@@ -26,8 +26,8 @@ from resumable.view.units import DETAIL_LIMIT, UNIT_GLYPH, Tally, eta, str_or_no
 Seg = tuple[str, str]
 Line = list[Seg]
 
-# The seed's canonical phase order; other phases follow in the order the document holds them
-# (creation order carries meaning that the seed's alphabetical fallback throws away).
+# run-status.mjs's canonical phase order; other phases follow in the order the document holds them
+# (creation order carries meaning that its alphabetical fallback throws away).
 CANONICAL_PHASES: Final = (
     "build", "simplify", "test", "review", "performance", "ship_prep", "auto_learn", "auto_map",
     "finalize",
@@ -69,7 +69,7 @@ fmt_dur = format_duration
 
 
 def fmt_age(ts: object, now: float) -> str:
-    """The seed's relative time: Ns / Nm / Nh Mm ago under 48 h, else Nd ago."""
+    """run-status.mjs's relative time: Ns / Nm / Nh Mm ago under 48 h, else Nd ago."""
     t = parse_ts(ts)
     if t is None:
         return "?"
@@ -87,7 +87,7 @@ def ran_seconds(doc: Mapping[str, Any], now: float, *, open_session: bool = True
     """How long the run actually ran. A runner's run sums its sessions (``ranSeconds``, kept by the
     begin and finalize events), so the idle time between invocations is not counted; an open
     session counts up to now while the run is live, else up to its last write (a runner that died).
-    A run written only by the seed verbs ran from its creation to its finish (or last update)."""
+    A run written only by the low-level verbs ran from its creation to its finish (or last update)."""
     total = doc.get("ranSeconds")
     session = parse_ts(doc.get("sessionStartedAt"))
     counted = total if isinstance(total, (int, float)) and not isinstance(total, bool) else None
@@ -350,7 +350,7 @@ def attention_lines(doc: Mapping[str, Any], t: Tally, rs: Mapping[str, Any], *, 
             listing = recipe.command(["resumable", "status", str(doc.get("id")), "--units", "STATE", *(store or ())])
             out.append([(f"  … and {more} more ({parts}); list them with `{listing}`", "dim")])
     for uid, note in t.reconciled[:RECONCILED_LIMIT]:
-        # The seed's words, verbatim: scripts grep for reconciled-from-trailer:<sha>.
+        # ulpi's words, verbatim: scripts grep for reconciled-from-trailer:<sha>.
         out.append([("  ↺ ", "cyan"), (uid, "bold"), (f"  {one_line(note, 120)}", "dim")])
     rest = t.reconciled_count - min(len(t.reconciled), RECONCILED_LIMIT)
     if rest > 0:
@@ -372,7 +372,7 @@ def findings_lines(doc: Mapping[str, Any], open_list: list[Any]) -> list[Line]:
     req = " (required)" if doc.get("requireValidation") is True else ""
     if isinstance(fv, dict) and fv.get("status") in ("green", "red"):
         green = fv.get("status") == "green"
-        # The seed's words (`validation green` / `validation red`), which scripts grep for.
+        # ulpi's words (`validation green` / `validation red`), which scripts grep for.
         vline: Line = [("validation ", "dim"),
                        ("green ✓" if green else "red ✗", "bold green" if green else "bold red")]
         if _str(fv.get("at")):

@@ -1,5 +1,5 @@
 """The embedded default store: runs in a runs directory (``Backend`` protocol, ``store.backend``)
-and a run in one (``RunHandle``). One module for both: each module a seed verb imports costs every
+and a run in one (``RunHandle``). One module for both: each module a low-level verb imports costs every
 call a tenth of a millisecond or more.
 """
 
@@ -60,7 +60,7 @@ class FileBackend:
         return entries
 
     def gc(self, keep_days: float, *, now: float | None = None) -> GcResult:
-        from resumable.store.files import archive  # gc and delete: not on a seed verb's path
+        from resumable.store.files import archive  # gc and delete: not on a low-level verb's path
         from resumable.store.values import GcResult
 
         moved, where = archive.gc(self.runs.path, keep_days, now=now)
@@ -72,7 +72,7 @@ class FileBackend:
         return archive.delete_run(resolve_run(run, self.runs.path))
 
     def lease(self, run_id: str) -> FileRunnerLease:
-        from resumable.store.files.lease import FileRunnerLease  # the runner's, not the seed verbs'
+        from resumable.store.files.lease import FileRunnerLease  # the runner's, not the low-level verbs'
 
         return FileRunnerLease(resolve_run(run_id, self.runs.path).runner_lock, run_id)
 
@@ -146,7 +146,7 @@ class FileRunHandle:
         self.writer.flush()
 
     def history(self, since: int = 0) -> Iterator[Record]:
-        from resumable.store.values import Record  # `resumable log`'s, not a seed verb's
+        from resumable.store.values import Record  # `resumable log`'s, not a low-level verb's
 
         if not os.path.lexists(self.files.journal):
             return
@@ -184,7 +184,7 @@ class FileRunHandle:
         return check_log_dir(self.files.dir, os.path.basename(self.files.data_dir), create=True, entries=False)
 
     def put_blob(self, data: bytes) -> str:
-        from resumable.store.files import blobs  # hashlib's import is more than a seed verb may spend
+        from resumable.store.files import blobs  # hashlib's import is more than a low-level verb may spend
 
         return blobs.put(self.files, data)
 
@@ -252,7 +252,7 @@ def _mtime_stamp(path: str) -> str:
 
 def read_entry(path: str) -> RunEntry:
     """One run file as a listing shows it, never raising for a bad file."""
-    # Here, not at the top: listings are not on a seed write's path, and a module fewer to import
+    # Here, not at the top: listings are not on a low-level verb's write path, and a module fewer to import
     # is a tenth of a millisecond off every `resumable unit` call.
     from resumable.store.values import RunEntry
 
