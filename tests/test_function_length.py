@@ -14,7 +14,6 @@ LIMIT = 80
 KNOWN = {
     "runner/scheduler.py": {"Scheduler._loop"},
     "runner/session.py": {"execute"},
-    "cli/status.py": {"status_command"},
     "core/recipe.py": {"classify"},
     "durable/pool.py": {"_threads"},
 }
