@@ -283,6 +283,12 @@ def upstream_digests(needs: Iterable[str], artifacts_of: Callable[[str], object]
     return {n: artifacts_digest(artifacts_of(n)) for n in needs}
 
 
+def upstream_record(current: Mapping[str, str | None]) -> dict[str, str]:
+    """What a starting step's fingerprint keeps of ``upstream_digests``: the needs that declare
+    artifacts (a fan-in over thousands of steps that declare none keeps nothing)."""
+    return {n: d for n, d in current.items() if d is not None}
+
+
 def recorded_upstream(fingerprint: object) -> Mapping[str, Any] | None:
     """The needs' digests a done step's fingerprint recorded (None: recorded before they were)."""
     recorded = fingerprint.get("needs") if isinstance(fingerprint, dict) else None

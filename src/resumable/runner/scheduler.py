@@ -431,7 +431,7 @@ class Scheduler:
         # Taken before the process starts: an input edited while the step runs must re-run it.
         fprint = fp.fingerprint(step, prev_fp if isinstance(prev_fp, Mapping) else None)
         if self.cut.applies(step):
-            fprint["needs"] = self.cut.upstream(step)  # what it runs on, for early cutoff next time
+            fprint["needs"] = policy.upstream_record(self.cut.upstream(step))  # for early cutoff next time
         why = self.cut.invalidations.pop(step.id, None)
         if why is not None:  # a done step that was not cut off after all
             self._record(f"{step.id} -> invalidated", verbs.invalidate(step.id, why))
