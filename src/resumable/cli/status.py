@@ -86,7 +86,9 @@ def status_command(
         printer.lines([view.list_line(e.name, e.doc, e.error, now, judged(backend, e)) for e in entries])
         return
 
-    picked = discovery.pick_run(backend, run) if not watch or until == 0 else watching.await_run(
+    # The plain view only counts a run's units and details a few: a large run's digests serve it.
+    counted_only = not (watch or as_json or resume or units_state)
+    picked = discovery.pick_run(backend, run, counted_only) if not watch or until == 0 else watching.await_run(
         lambda: discovery.pick_run(backend, run), until, printer, repr(run) if run else "of this project")
     if picked is None and watch and until != 0:
         ctx.exit(1)  # waited for a run to start, in vain (await_run said so)
@@ -146,7 +148,7 @@ def status_command(
         overlay = workflow.overlay_lines(live, d, t) if shown else []
         return view.render_status(d, file=entry.location, now=t, width=printer.layout_width, here=here,
                                   show_eta=watch, verdict=judge(d, t), overlay=overlay, runs_dir=runs_line,
-                                  store=hint_store)
+                                  store=hint_store, detail=picked.detail if d is doc else None)
 
     if watch:
         try:

@@ -67,7 +67,9 @@ def worker_command(ctx: click.Context, store_url: str | None, runs: tuple[str, .
         raise UsageError("--lease must be longer than 0s")
     backend = work_queue(store_url)
     try:
-        backend.ready()  # a wrong URL or a server that is down is said at once, not after --reconnect
+        # A wrong URL or a server that is down is said at once, not after --reconnect. A worker may
+        # start before anything is submitted: it brings the schema up to date, as a submit would.
+        backend.ready(migrate=True)
         backend.serve(patience=reconnect)
         worker = Worker(backend, WorkerOptions(runs=tuple(runs) or None, jobs=jobs, ttl=lease, drain_grace=grace,
                                                logs_dir=logs_dir), LineSink(quiet=quiet))

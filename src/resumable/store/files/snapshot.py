@@ -1,10 +1,10 @@
 """The snapshot file: a pretty-printed JSON view of the document plus a trailing marker.
 
-The file is what `cat`, `jq` and the seed tools read: the document as ``JSON.stringify(doc, null,
+The file is what `cat`, `jq` and the ulpi tools read: the document as ``JSON.stringify(doc, null,
 2)`` would print it, with one extra last key, ``"_journal": {"seq", "offset", "crc"}``, that ties
 the view to the journal. ``crc`` is the CRC-32 of every byte before the marker, so an edit by
-another program (the seed documents ``jq ... > tmp && mv tmp file``) is detected without
-re-serialising anything: the bytes no longer match. A file without a marker is either a seed
+another program (ulpi documents ``jq ... > tmp && mv tmp file``) is detected without
+re-serialising anything: the bytes no longer match. A file without a marker is either a ulpi
 document (no journal yet) or a file rewritten from scratch by another program.
 """
 
