@@ -102,7 +102,8 @@ class Step:
             return uid if uid in units else self.legacy_or(uid, bound, units)
         records = self.engine.records
         with records.lock:
-            units = records.units()
+            digest = records.standing_digest()
+            units = digest.units if digest is not None else records.units()
             if uid in units:
                 return uid
             return self.legacy_or(uid, bound, units)
@@ -128,6 +129,9 @@ class Step:
         Raises StepFailed for a recorded failure when the step does not retry failures."""
         records = self.engine.records
         with records.lock:
+            digest = records.standing_digest()
+            if digest is not None:  # a run not loaded yet: its calls are answered without loading it
+                return self.answer_recorded(uid, digest.units.get(uid), copy=True)
             return self.answer(uid, records.units().get(uid))
 
     def answer(self, uid: str, unit: object) -> tuple[bool, Any]:
