@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import time
 from pathlib import Path
@@ -17,9 +18,11 @@ import pytest
 import resumable
 from corehelpers import assert_error, cli
 from resumable import fsio
+from resumable.core.model import summary
+from resumable.core.plan import resume_set
+from resumable.store.files import digests, journal
 from resumable.store.files import index as index_mod
-from resumable.store.files import journal
-from resumable.store.files.index import Index
+from resumable.store.files.index import Index, digest
 from resumable.store.files.layout import files_for
 from resumable.store.files.loader import load, replay
 
@@ -52,7 +55,20 @@ def index_doc(path: Path) -> dict[str, Any]:
 
 
 def assert_exact(path: Path) -> None:
-    assert index_doc(path) == load(files_for(path)).doc
+    """What the index holds, and the digests readers take from it, equal a full decode."""
+    full = load(files_for(path)).doc
+    assert full is not None
+    assert index_doc(path) == full
+    view = digests.load(files_for(path))
+    assert view is not None, "the digests of a run with a trusted index are not read"
+    head = {k: v for k, v in view.doc.items() if k != "units"}
+    assert head == {k: v for k, v in full.items() if k != "units"}
+    assert list(view.doc["units"]) == list(full["units"])
+    assert {u: digest(v) for u, v in view.doc["units"].items()} == {u: digest(v) for u, v in full["units"].items()}
+    some = list(full["units"])[:3] + list(full["units"])[-3:]
+    assert view.units(some) == {u: full["units"][u] for u in some}
+    assert summary(view.doc) == summary(full)
+    assert resume_set(view.doc) == resume_set(full)
 
 
 def write(path: Path, verb: str, *args: Any, **kw: Any) -> Any:
@@ -230,3 +246,48 @@ def test_sigkill_loop_keeps_the_index_exact(tmp_path: Path) -> None:
         write(path, "unit", f"after{trial}", "done")  # the next writer repairs whatever was left
         assert_exact(path)
     assert killed >= 30
+
+
+def test_readers_print_the_same_through_the_digests(tmp_path: Path) -> None:
+    """get --summary, resume and status read a large run's digests (never decoding its units
+    whole) and print what they print from the whole document."""
+    path = make_run(tmp_path)
+    write(path, "unit", "u1", "done")
+    write(path, "unit", "u2", "blocked", note="needs a human", deps=["u1"])
+    write(path, "unit", "u3", "dep_blocked", deps=["u2"])
+    write(path, "unit", "u4", "in_progress", attempt={"n": 1, "startedAt": "2026-01-01T00:00:00Z"})
+    write(path, "unit", "u5", "done", note="reconciled-from-trailer:abc")
+    write(path, "unit", "u6", "in_progress", fields={"removed": True})
+    write(path, "item", {"issue": "a finding"})
+    outputs = {}
+    for mode in ("index", "whole"):
+        if mode == "whole":
+            os.unlink(files_for(path).index)
+        outputs[mode] = [cli(*argv, str(path)) for argv in (("get", "--summary"), ("resume",))]
+        outputs[mode].append(cli("status", str(path), "--no-color"))
+        assert all(p.returncode == 0 for p in outputs[mode]), [p.stderr for p in outputs[mode]]
+    for a, b in zip(outputs["index"], outputs["whole"], strict=True):
+        assert _timeless(a.stdout) == _timeless(b.stdout)
+    assert "needs a human" in outputs["index"][2].stdout
+
+
+def _timeless(text: str) -> str:
+    """Status output without the durations that tick between two calls."""
+    return re.sub(r"\d+(\.\d+)?s\b|\d+m ?\d+s|\d+[hd] ?\d*m?", "T", text)
+
+
+def test_a_reader_never_decodes_the_units_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = make_run(tmp_path)
+    write(path, "unit", "u1", "blocked", note="detail")
+    from resumable.store.files import loader, snapshot
+
+    def no(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("the whole document was decoded")
+
+    monkeypatch.setattr(snapshot, "decode", no)
+    monkeypatch.setattr(snapshot, "decode_chunked", no)
+    monkeypatch.setattr(loader, "load", no)
+    handle = resumable.open_run(path).handle
+    view = handle.load_digests()  # type: ignore[attr-defined]
+    assert view is not None and view.doc["units"]["u1"] == {"status": "blocked", "dependsOn": []}
+    assert view.units(["u1"])["u1"]["note"] == "detail"

@@ -4,12 +4,14 @@ loaded unless a step must run."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import resumable
 from resumable.durable import StepFailed
 from resumable.durable import engine as engine_module
+from resumable.durable import records as records_module
 from resumable.durable.opening import engine_of
 
 from .helpers import journal, python
@@ -107,3 +109,24 @@ def test_equal_items_get_results_of_their_own(runs: Path) -> None:
     assert results == [square(1), square(1), square(2)] and results[0] is not results[1]
     results[0]["tags"].append("changed")
     assert run.map(run.step(square), [1], progress=False) == [square(1)]  # the run's own is untouched
+
+
+def test_calls_one_at_a_time_are_answered_from_the_digest_until_a_step_must_run(runs: Path) -> None:
+    recorded(runs, n=20)
+    run = reopened(runs)
+    calls: list[int] = []
+
+    @run.step(name="square")
+    def counted(i: int) -> dict[str, Any]:
+        calls.append(i)
+        return square(i)
+
+    assert [counted(i) for i in range(20)] == [square(i) for i in range(20)]
+    assert calls == [] and not loaded(run)
+    other = python(["-c", f"import resumable; resumable.open_run('d', runs_dir={str(runs)!r}).rerun(['square:4'])"],
+                   runs.parent)
+    assert other.wait(timeout=60) == 0, other.communicate()
+    time.sleep(records_module.REFRESH_EVERY + 0.1)  # how stale a hit's view of other processes may be
+    assert counted(4) == square(4) and calls == [4]  # the digest no longer stood: the run was loaded
+    assert loaded(run)
+    assert counted(25) == square(25) and calls == [4, 25]

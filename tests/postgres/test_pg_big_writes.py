@@ -46,7 +46,7 @@ def test_a_200000_event_import_commits(pg_url: str, tmp_path: Path) -> None:
                                          "units": [f"u{i}" for i in range(half)], "at": _AT}]
     for i in range(half):
         history.append({"t": "unit", "unit": f"u{i}", "state": "in_progress", "at": _AT})
-        history.append({"t": "unit", "unit": f"u{i}", "state": "done", "at": _AT})
+        history.append({"t": "unit", "unit": f"u{i}", "state": "done", "at": _AT, "note": "n" * 40})
     export = tmp_path / "imp.json"
     export.write_text(json.dumps({"format": "resumable-export", "v": 1, "run": "imp", "source": "elsewhere",
                                   "exportedAt": _AT, "doc": {}, "history": history}))

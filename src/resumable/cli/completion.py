@@ -183,10 +183,10 @@ def _verb_positionals(verb: str) -> list[tuple[str, ...] | None]:
 
 def complete_low_level_verb(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
     """Completion of a low-level verb's arguments. Those verbs parse their own arguments
-    (``cli.seed``), so click sees them as extra args: walk them with the verbs' option table."""
+    (``cli.lowlevel``), so click sees them as extra args: walk them with the verbs' option table."""
     from click.shell_completion import CompletionItem
 
-    from resumable.cli.seed import OPTIONS
+    from resumable.cli.lowlevel import OPTIONS
 
     verb = ctx.command.name or ""
     if verb not in OPTIONS:

@@ -1,6 +1,6 @@
 """The command line: ``resumable <verb> ...``.
 
-The low-level verbs are dispatched straight to their own parser (``cli.seed``) without importing
+The low-level verbs are dispatched straight to their own parser (``cli.lowlevel``) without importing
 click (start-up time is the whole cost of a verb called from a shell loop); everything else, and
 every ``--help``, goes through the click app below. Commands owned by other modules (run, status, report) are imported
 only when invoked.
@@ -53,7 +53,7 @@ _STORE = (("--dir DIR", "the runs directory (default: RESUMABLE_DIR, else the ne
           ("-h, --help", "show this help"))
 
 # verb -> (usage after the verb, what it does, its arguments, its own options). Shown by
-# `resumable <verb> --help` only: the verbs themselves parse with cli.seed, not click.
+# `resumable <verb> --help` only: the verbs themselves parse with cli.lowlevel, not click.
 VERB_HELP: dict[str, tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
     "init": (
         "<run> --task TEXT [--units a,b] [--id ID] [--launch JSON] [--required-phases p,q]"
@@ -165,7 +165,7 @@ def _click_app() -> Any:
 
     class LowLevelVerb(click.Command):
         """A low-level verb for --help and completion only: its arguments and options are listed as the
-        verb's own parser (cli.seed) takes them, and completed by cli.completion."""
+        verb's own parser (cli.lowlevel) takes them, and completed by cli.completion."""
 
         def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
             formatter.write_usage(ctx.command_path, _verb_help_parts(self.name or "")[0])
@@ -187,7 +187,7 @@ def _click_app() -> Any:
 
     def _verb_command(name: str) -> click.Command:
         def callback() -> None:
-            from resumable.cli.seed import run_verb
+            from resumable.cli.lowlevel import run_verb
 
             ctx = click.get_current_context()
             raise SystemExit(run_verb(name, list(ctx.args)))
@@ -229,7 +229,7 @@ def _is_low_level_call(args: list[str]) -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if _is_low_level_call(args):
-        from resumable.cli.seed import run_verb
+        from resumable.cli.lowlevel import run_verb
 
         return run_verb(args[0], args[1:])
     # A shell's completion call (cli/completion.py) carries no arguments: click answers it.
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         from resumable.errors import UsageError
 
         if not args:  # as ulpi's checkpoint.mjs: one usage line, exit 1 (`resumable --help` has the rest)
-            from resumable.cli.seed import USAGE
+            from resumable.cli.lowlevel import USAGE
 
             return report(UsageError(USAGE))
         return report(UsageError(f"unknown command '{args[0]}' (resumable --help lists them)"))

@@ -34,6 +34,7 @@ from resumable.core.model import (
     check_phase_state,
     check_unit_id,
     check_unit_state,
+    is_item,
     new_document,
     unit_status,
     units_of,
@@ -59,9 +60,12 @@ if TYPE_CHECKING:
         BeginEvent,
         Event,
         FinalizeEvent,
+        FinalValidation,
         InitEvent,
         InvalidateEvent,
+        Item,
         ItemEvent,
+        Phase,
         PhaseEvent,
         ResolveEvent,
         UnitEvent,
@@ -91,7 +95,7 @@ def _js_normal(value: Any) -> Any:
     return value
 
 
-def item_id(item: dict[str, Any]) -> str:
+def item_id(item: Mapping[str, Any]) -> str:
     """``item["id"]`` if it is a non-blank string, else ``f-`` + 12 hex of the sha1 of the
     canonical JSON of the item without ``at`` and ``id`` (golden: {"a":1} -> f-9f89c740ceb4)."""
     given = item.get("id")
@@ -210,12 +214,12 @@ def _apply_unit(doc: Doc, ev: UnitEvent) -> Output:
                 if old.keys() <= attempt.keys():
                     # The usual case (a finished attempt restates its start): a copy sized for
                     # all its keys, where growing the old one would reallocate it larger still.
-                    attempts[i] = dict(attempt)
+                    attempts[i] = attempt.copy()
                 else:
                     old.update(attempt)  # the document's own dict (copied in below)
                 break
         else:
-            attempts.append(dict(attempt))
+            attempts.append(attempt.copy())
     if fields:
         unit.update(fields)
     unit["updatedAt"] = at
@@ -251,11 +255,12 @@ def _apply_phase(doc: Doc, ev: PhaseEvent) -> Output:
     state = check_phase_state(_need(ev, "state"))
     at = ev["at"]
     upgrade(doc)
-    phases = doc.get("phases")
+    phases: dict[str, Phase] | None = doc.get("phases")
     if not isinstance(phases, dict):
         phases = doc["phases"] = {}
     prev = phases.get(name)
-    phase = dict(prev) if isinstance(prev, dict) else {}
+    # A hand edit may have left anything there: only an object is carried over.
+    phase: Phase = prev.copy() if isinstance(prev, dict) else {"status": state}
     phase["status"] = state
     phase["updatedAt"] = at
     if state == "running":
@@ -292,13 +297,13 @@ def _apply_item(doc: Doc, ev: ItemEvent) -> Output:
     }
     ids: list[str] = []
     for it in items:
-        if not isinstance(it, dict):
-            open_items.append(it)
+        if not is_item(it):
+            open_items.append(it)  # kept as it is: readers show it, as ulpi's checkpoint.mjs does
             continue
         iid = item_id(it)
         if iid in index:
             prev = open_items[index[iid]]
-            entry: dict[str, Any] = {"at": prev.get("at") or at}
+            entry: Item = {"at": prev.get("at") or at}
             entry.update(it)
             entry["id"] = iid
             open_items[index[iid]] = entry
@@ -343,9 +348,10 @@ def _apply_validation(doc: Doc, ev: ValidationEvent) -> Output:
         raise InvalidInputError("validation requires <green|red> (aliases: pass/ok/fail)")
     at = ev["at"]
     upgrade(doc)
-    fv: dict[str, Any] = {"status": status, "at": at}
-    if ev.get("note") is not None:
-        fv["note"] = ev["note"]
+    fv: FinalValidation = {"status": status, "at": at}
+    note = ev.get("note")
+    if note is not None:
+        fv["note"] = note
     doc["finalValidation"] = fv
     doc["updatedAt"] = at
     return None

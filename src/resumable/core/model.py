@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from typing import Any, Final, TypeGuard
 
-    from resumable.core.types import FinalState, Launch, PhaseState, Summary, UnitState, ValidationStatus
+    from resumable.core.types import FinalState, Item, Launch, PhaseState, Summary, UnitState, ValidationStatus
 
 SCHEMA_VERSION: Final = 2
 
@@ -108,6 +108,12 @@ def is_phase_state(state: object) -> TypeGuard[PhaseState]:
 
 def is_final_state(state: object) -> TypeGuard[FinalState]:
     return isinstance(state, str) and state in FINAL_STATES
+
+
+def is_item(value: object) -> TypeGuard[Item]:
+    """Whether a value of an ``item`` event is a finding (a JSON object: its keys are the finder's
+    own, and apply gives it an ``id`` and an ``at``) rather than a bare value, kept as it is."""
+    return isinstance(value, dict)
 
 
 def check_unit_state(state: str) -> UnitState:

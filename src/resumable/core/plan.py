@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+_NONE: list[str] = []  # shared by every unit without needs: never mutated
+
+
 def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str, Any]:
     """``{"skip": [...], "eligible": [...], "dep_blocked": {unit: root}}`` plus, with
     ``diagnostics`` and when present, ``"unknown_deps": {unit: [dep, ...]}``,
@@ -29,10 +32,14 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str,
     """
     units = units_of(doc)
     status: dict[str, str | None] = {uid: unit_status(u) for uid, u in units.items()}
+    # Each unit's needs, read once (every pass below walks them); most units need nothing.
+    needs: dict[str, list[str]] = {}
+    for uid, u in units.items():
+        needs[uid] = unit_deps(u) if u.__class__ is dict and u.get("dependsOn") else _NONE
     memo: dict[str, str] = {}
 
     def first_not_done(uid: str) -> str | None:
-        for d in unit_deps(units.get(uid)):
+        for d in needs.get(uid, ()):
             if status.get(d) != "done":
                 return d
         return None
@@ -77,22 +84,30 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str,
             dep_blocked[uid] = walk(missing)
 
     out: dict[str, Any] = {"skip": skip, "eligible": eligible, "dep_blocked": dep_blocked}
-    if not diagnostics:
-        return out
+    if diagnostics:
+        _diagnose(out, units, needs, status)
+    return out
+
+
+def _diagnose(out: dict[str, Any], units: Mapping[str, Any], needs: Mapping[str, list[str]],
+              status: Mapping[str, str | None]) -> None:
+    """``resume_set``'s diagnostics: needs naming no unit, cycles, malformed units."""
     unknown: dict[str, list[str]] = {}
-    for uid, unit in units.items():
-        missing_units = [d for d in unit_deps(unit) if d not in units]
-        if missing_units:
-            unknown[uid] = missing_units
+    for uid, deps in needs.items():
+        if deps:
+            missing_units = [d for d in deps if d not in units]
+            if missing_units:
+                unknown[uid] = missing_units
     if unknown:
         out["unknown_deps"] = unknown
-    cycles = find_cycles({uid: unit_deps(u) for uid, u in units.items()})
+    # A unit that needs nothing is in no cycle, and leaving it out changes no cycle found nor
+    # their order (Tarjan closes such a unit alone, at once): a run without needs skips the search.
+    cycles = find_cycles({uid: deps for uid, deps in needs.items() if deps})
     if cycles:
         out["cycles"] = cycles
     malformed = [uid for uid, st in status.items() if st is None]
     if malformed:
         out["malformed"] = malformed
-    return out
 
 
 def find_cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:

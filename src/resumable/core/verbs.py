@@ -1,6 +1,6 @@
 """The verbs as events: each function checks its arguments and returns the event to commit. Pure.
 
-The Python API (``Run``), the seed verbs and the runner all build their writes here, so a verb's
+The Python API (``Run``), the low-level verbs and the runner all build their writes here, so a verb's
 rules live in one place; ``core.events.apply`` then enforces the checkpoint contract against the
 run's current document when the event is committed.
 """
@@ -57,7 +57,7 @@ def stamp_batch(events: Sequence[Event]) -> bool:
 
 
 def validate_launch(launch: object) -> Launch:
-    """The seed's ``--launch`` checks: a plain object with a non-blank ``scriptPath`` and, when
+    """checkpoint.mjs's ``--launch`` checks: a plain object with a non-blank ``scriptPath`` and, when
     present, an object ``args``; or the runner's ``{"kind": "resumable", "argv": [...]}``."""
     if not isinstance(launch, dict):
         kind = "null" if launch is None else "an array" if isinstance(launch, list) else (

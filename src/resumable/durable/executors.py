@@ -4,7 +4,8 @@ a ``ProcessPoolExecutor``, an MPI pool, and ``executor="process"`` (a process po
 The calling process keeps the run: it holds the lease, looks items up, submits the rest and records
 each result as it comes back (group commit: the results that came back together share one commit).
 The workers get only the step and an item's arguments (``shipping``); they need no access to the
-runs directory or the database.
+runs directory or the database. A Dask cluster's own executor is driven through its client, in
+batches (``dask_client``); any other through ``submit``.
 
 **Backpressure.** At most ``limit`` items are in flight (submitted, not yet recorded): twice what
 the executor runs at once by default, so that a worker that finishes finds its next item already

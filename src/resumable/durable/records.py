@@ -75,6 +75,7 @@ class Records:
         # before and a claim taken after can tell whether the look-up is still the answer.
         self.generation = 0
         self._digest: Digest | None = None  # while no document is held (``digest``)
+        self._digest_checked = 0.0
 
     # -- reads --
     def units(self, *, fresh: bool = False) -> dict[str, Any]:
@@ -106,6 +107,21 @@ class Records:
             self._digest = None
             return digest
 
+    def standing_digest(self) -> Digest | None:
+        """The digest while no document is held and it stands for the run (call with ``lock``
+        held): a call's look-up is answered from it, the run's files looked at at most once per
+        ``REFRESH_EVERY`` seconds, as the document held is caught up on the hit path."""
+        digest = self._digest
+        if digest is None or self._doc is not None:
+            return None
+        now = time.monotonic()
+        if now - self._digest_checked > REFRESH_EVERY:
+            if self.handle.change_token() != digest.token:
+                self._digest = None
+                return None
+            self._digest_checked = now
+        return digest
+
     def _current_digest(self, *, make: bool) -> Digest | None:
         if self._doc is not None:
             return None
@@ -118,6 +134,7 @@ class Records:
                 found = self.handle.digest(pick)
             if found is not None:
                 digest = self._digest = Digest(found[0], found[1], token)
+                self._digest_checked = time.monotonic()
                 if len(digest.units) >= FREEZE_FROM:
                     gc.freeze()  # as a loaded document is (``refresh``): its results are the maps' answers
         return digest

@@ -23,6 +23,7 @@ import inspect
 from typing import Any
 
 from resumable.core import verbs
+from resumable.core.durations import MAX_DAYS, MAX_SECONDS
 from resumable.core.model import MAX_NESTING, MAX_UNIT_ID, check_unit_id
 
 # Settled is a run-time alias, so Event is imported at run time here (typing is loaded anyway).
@@ -67,8 +68,8 @@ class Step:
             raise InvalidInputError("version= takes a string or an integer")
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise InvalidInputError("retries= takes an integer >= 0")
-        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not backoff >= 0:
-            raise InvalidInputError("backoff= takes a number of seconds >= 0")
+        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not 0 <= backoff <= MAX_SECONDS:
+            raise InvalidInputError(f"backoff= takes a number of seconds >= 0 and at most {MAX_DAYS} days")
         self.engine = engine
         self.fn = fn
         self.name = check_step_name(name if name is not None else default_name(fn))
@@ -101,7 +102,8 @@ class Step:
             return uid if uid in units else self.legacy_or(uid, bound, units)
         records = self.engine.records
         with records.lock:
-            units = records.units()
+            digest = records.standing_digest()
+            units = digest.units if digest is not None else records.units()
             if uid in units:
                 return uid
             return self.legacy_or(uid, bound, units)
@@ -127,6 +129,9 @@ class Step:
         Raises StepFailed for a recorded failure when the step does not retry failures."""
         records = self.engine.records
         with records.lock:
+            digest = records.standing_digest()
+            if digest is not None:  # a run not loaded yet: its calls are answered without loading it
+                return self.answer_recorded(uid, digest.units.get(uid), copy=True)
             return self.answer(uid, records.units().get(uid))
 
     def answer(self, uid: str, unit: object) -> tuple[bool, Any]:

@@ -36,21 +36,23 @@ types what the runner uses of it), on its backend object:
 - ``release(claim, reason)``: hand a claim back without an outcome (a worker stopping).
 - ``work_listener()``: a ``LISTEN`` that wakes a worker when a step may have become claimable.
 - ``upgrade()`` / ``schema_version()``: versioned migrations; an older resumable refuses a newer schema.
+- ``import_run(run_id, batches, blobs)`` (``RunImporter``): an exported run, whole, in one transaction.
 
 Its ``RunHandle`` is the same protocol as the file store's; ``wait_for_change`` follows ``NOTIFY``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, RunEntry
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
-__all__ = ["Backend", "Doc", "Event", "GcResult", "LeaseState", "LeaseSurvey", "LeftoverGroup", "Record",
-           "RunEntry", "RunHandle", "RunnerLease", "UnitDigest"]
+__all__ = ["Backend", "DigestReading", "Digests", "Doc", "Event", "GcResult", "LeaseState", "LeaseSurvey",
+           "LeftoverGroup", "Record", "RunEntry", "RunHandle", "RunImporter", "RunnerLease", "UnitDigest"]
 
 
 class RunnerLease(Protocol):
@@ -111,19 +113,16 @@ class RunnerLease(Protocol):
     def release(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
 class LeaseState:
     """What a run's runner lease says, read without taking it (``LeaseSurvey``)."""
 
-    __slots__ = ("held", "newer", "run_id", "secrets", "where")
-
-    def __init__(self, run_id: str, where: str, held: bool | None, newer: int | None,
-                 secrets: frozenset[str]) -> None:
-        self.run_id = run_id
-        self.where = where  # the lease, for people (a lease file's path)
-        self.held = held  # None: this host cannot tell (a runner on another host)
-        self.newer = newer  # the format, when a newer resumable wrote it (then nothing else is read)
-        # Secrets of the runners it names, whose processes may still run once no runner holds it.
-        self.secrets = secrets
+    run_id: str
+    where: str  # the lease, for people (a lease file's path)
+    held: bool | None  # None: this host cannot tell (a runner on another host)
+    newer: int | None  # the format, when a newer resumable wrote it (then nothing else is read)
+    # Secrets of the runners it names, whose processes may still run once no runner holds it.
+    secrets: frozenset[str]
 
 
 @runtime_checkable
@@ -134,6 +133,31 @@ class LeaseSurvey(Protocol):
     def runner_leases(self) -> list[LeaseState]:
         """Every run's runner lease, by run id, read without taking any; ``StoreError`` when the
         store cannot be listed."""
+        ...
+
+
+class Digests(Protocol):
+    """A run read without decoding its units whole: ``doc`` is the document with each unit replaced
+    by its digest (a unit's ``status``, ``dependsOn``, ``removed`` and a ``note`` that starts with
+    ``reconciled-from-trailer``; a malformed unit as it is), all that counting readers look at."""
+
+    @property
+    def doc(self) -> Doc: ...
+
+    def units(self, ids: Iterable[str]) -> dict[str, Any] | None:
+        """The whole values of those units (the ones the run has) as of ``doc``; None when the store
+        moved on meanwhile (read the whole document then)."""
+        ...
+
+
+@runtime_checkable
+class DigestReading(Protocol):
+    """A handle that can read a large run's digests (a runs directory keeps an index for it): what
+    ``get --summary``, ``resume`` and ``status`` read, in a fraction of a whole load's time and
+    memory."""
+
+    def load_digests(self) -> Digests | None:
+        """The run's digests, or None when only the whole document answers (``load``)."""
         ...
 
 
@@ -254,3 +278,16 @@ class Backend(Protocol):
     def lease(self, run_id: str) -> RunnerLease: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RunImporter(Protocol):
+    """A store that imports an exported run in one transaction: the whole history and every stored
+    value, or nothing (a process killed half way leaves no run behind)."""
+
+    def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
+                   blobs: Mapping[str, bytes]) -> dict[str, Any]:
+        """Create ``run_id`` from ``batches`` (its init alone, then the rest of its history) and
+        ``blobs`` (ref -> bytes, checked by the caller); the rebuilt document. ``RefusedError``
+        (``store.transfer.AlreadyThere``) when a run with the id exists."""
+        ...

@@ -11,9 +11,11 @@ current with the journal by every writer, record by record, in O(1) per record:
                 ends, the head (the document without its units) and the redo list of the last commit
     slots       an open-addressing table, 32 bytes a slot: (tag, digest offset, value offset,
                 digest length, value length), keyed by the CRC-32 of the unit id
-    digests     append-only, fixed capacity: ``[id, ordinal, lite]`` per unit version, where ``lite``
-                is the few fields the status views count (``digest``), and the redo lists
-    values      append-only: each unit version's compact JSON, and the head's
+    digests     append-only, fixed capacity, one line ``<id as JSON>\t<digest as JSON>`` per unit
+                version, where the digest is the few fields the status views count (``digest``):
+                read in one go, the last line of an id is its current digest, and the ids' first
+                lines are in the document's order
+    values      append-only: each unit version's compact JSON, the head's, and the redo lists
 
 A commit appends the new values and digests, then writes the header (whose redo list holds the new
 slots), then the slots. The header is the commit point: a process killed anywhere before it leaves
@@ -34,19 +36,20 @@ import zlib
 
 from resumable import fsio
 from resumable.core import jsonio
+from resumable.store.files.loader import pread_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
     from typing import Any, Final
 
-MAGIC = b"RSIDX\x00\x00\x01"
+MAGIC = b"RSIDX\x00\x00\x02"  # the format: another one is never read, only rebuilt
 PAGE = 4096
 _HEADER = struct.Struct("<8sI16s" + "QQQII" + "QQQqQ" + "QQQ" + "QQQ" + "QQQ" + "QII" + "QII")
-_SLOT = struct.Struct("<QQQII")
-SLOT = _SLOT.size
+SLOT_STRUCT = struct.Struct("<QQQII")
+SLOT = SLOT_STRUCT.size
 _REDO = struct.Struct("<Q32s")
-_EMPTY = bytes(SLOT)
+EMPTY_SLOT = bytes(SLOT)
 MIN_SLOTS = 256
 # Fields of a unit that the views count and walk without its whole value (``digest``).
 _LITE_KEYS = ("status", "dependsOn", "removed")
@@ -85,7 +88,11 @@ def digest(unit: Any) -> Any:
     return lite
 
 
-def _hash(uid: str) -> tuple[int, int]:
+def digest_line(uid: str, unit: Any) -> bytes:
+    return jsonio.dumps(uid) + b"\t" + jsonio.dumps(digest(unit)) + b"\n"
+
+
+def unit_hash(uid: str) -> tuple[int, int]:
     """(home slot hash, tag): two independent checksums of the id; the tag is never 0 (empty)."""
     raw = uid.encode("utf-8", "surrogatepass")
     return zlib.crc32(raw), (zlib.crc32(raw) << 32) | zlib.adler32(raw)
@@ -154,12 +161,13 @@ class Header:
 class Index:
     """An open index; its methods read through the header it was opened with."""
 
-    __slots__ = ("fd", "h", "path", "redo")
+    __slots__ = ("fd", "h", "page", "path", "redo")
 
     def __init__(self, fd: int, path: str, header: Header, redo: dict[int, bytes]) -> None:
         self.fd = fd
         self.path = path
         self.h = header
+        self.page = b""  # the header page ``h`` was read from
         self.redo = redo
 
     @classmethod
@@ -197,8 +205,13 @@ class Index:
             for i, slot in _REDO.iter_unpack(blob):
                 redo[i] = slot
         self.h = h
+        self.page = page
         self.redo = redo
         return True
+
+    def raw_header(self) -> bytes:
+        """The header page as it is on disk now (a reader compares it with ``page``)."""
+        return os.pread(self.fd, PAGE, 0)
 
     def close(self) -> None:
         try:
@@ -215,7 +228,7 @@ class Index:
 
     # -- reads --
     def _read(self, offset: int, length: int) -> bytes:
-        data = loader_pread(self.fd, offset, length)
+        data = pread_all(self.fd, offset, length)
         if len(data) != length:
             raise ValueError("index region cut short")
         return data
@@ -224,7 +237,8 @@ class Index:
              ) -> tuple[int, tuple[int, int, int, int, int] | None]:
         """(slot number, slot) of ``uid``; the slot None with the number of the free slot where it
         would go. ``pending``: slots of the commit being built, laid over the table."""
-        home, tag = _hash(uid)
+        home, tag = unit_hash(uid)
+        key = jsonio.dumps(uid)
         n = self.h.nslots
         i = home & (n - 1)
         for _ in range(n):
@@ -234,20 +248,17 @@ class Index:
                 k = i + j
                 slot = (pending.get(k) if pending else None) or self.redo.get(k) \
                     or raw[j * SLOT : (j + 1) * SLOT]
-                if slot == _EMPTY:
+                if slot == EMPTY_SLOT:
                     return k, None
-                fields = _SLOT.unpack(slot)
-                if fields[0] == tag:
-                    entry = jsonio.loads(self._read(fields[1], fields[3]))
-                    if isinstance(entry, list) and entry and entry[0] == uid:
-                        return k, fields
+                fields = SLOT_STRUCT.unpack(slot)
+                if fields[0] == tag and self._read(fields[1], fields[3]).partition(b"\t")[0] == key:
+                    return k, fields
             i = (i + block) & (n - 1)
         raise Full("slot table full")
 
-    def unit(self, slot: tuple[int, int, int, int, int]) -> tuple[int, Any]:
-        """(ordinal, value) of the unit a slot holds."""
-        entry = jsonio.loads(self._read(slot[1], slot[3]))
-        return entry[1], jsonio.loads(self._read(slot[2], slot[4]))
+    def unit(self, slot: tuple[int, int, int, int, int]) -> Any:
+        """The value of the unit a slot holds."""
+        return jsonio.loads(self._read(slot[2], slot[4]))
 
     def head(self) -> dict[str, Any]:
         """The document without its units: a ``units`` key stands where they go, holding {}."""
@@ -256,38 +267,48 @@ class Index:
             raise ValueError("index head is not an object")
         return head
 
-    def digests(self) -> list[tuple[str, Any]]:
-        """Every unit's (id, digest), in the document's order."""
-        n = self.h.nslots
-        table = bytearray(self._read(PAGE, n * SLOT))
-        for i, slot in self.redo.items():
-            table[i * SLOT : (i + 1) * SLOT] = slot
-        start = self.h.dig_start
-        region = self._read(start, self.h.dig_end - start)
-        pieces = [region[d - start : d - start + n_]
-                  for _tag, d, _v, n_, _vl in _SLOT.iter_unpack(table) if _tag]
-        entries = jsonio.loads(b"[" + b",".join(pieces) + b"]")
-        entries.sort(key=_ordinal)
-        return [(e[0], e[2]) for e in entries]
+    def digest_units(self) -> dict[str, Any]:
+        """Every unit's digest by id, in the document's order: the digest region read a piece at a
+        time, each unit's last version kept (in the place of its first, as in the document). Equal
+        digests are one shared object (read-only: copy one before changing it)."""
+        units: dict[str, Any] = {}
+        shared: dict[bytes, Any] = {}
+        for lines in self._digest_lines():
+            ids = jsonio.loads(b"[" + b",".join(u for u, _t, _d in lines) + b"]")
+            for uid, (_u, _t, dig) in zip(ids, lines, strict=True):
+                value = shared.get(dig)
+                if value is None:
+                    value = shared[dig] = jsonio.loads(dig)
+                units[uid] = value
+        if len(units) != self.h.count:
+            raise ValueError("index digests do not match its count")
+        return units
 
-    def values(self) -> list[tuple[int, str, int, int]]:
-        """(ordinal, id, value offset, value length) of every unit, in the document's order."""
-        n = self.h.nslots
-        table = bytearray(self._read(PAGE, n * SLOT))
-        for i, slot in self.redo.items():
-            table[i * SLOT : (i + 1) * SLOT] = slot
-        out = []
-        for tag, d, v, dl, vl in _SLOT.iter_unpack(table):
-            if tag:
-                entry = jsonio.loads(self._read(d, dl))
-                out.append((entry[1], entry[0], v, vl))
-        out.sort()
-        return out
+    def _digest_lines(self, piece: int = 1 << 20) -> Iterator[list[tuple[bytes, bytes, bytes]]]:
+        """The digest region's lines, split at the tab, a megabyte or so at a time."""
+        at, end = self.h.dig_start, self.h.dig_end
+        rest = b""
+        while at < end:
+            data = rest + self._read(at, min(piece, end - at))
+            at += min(piece, end - at)
+            cut = data.rfind(b"\n") + 1
+            rest = data[cut:]
+            if cut:
+                yield [line.partition(b"\t") for line in data[: cut - 1].split(b"\n")]
+        if rest:
+            raise ValueError("index digest region ends inside a line")
 
     def document(self) -> dict[str, Any]:
-        """The whole document the index holds (what a full load gives)."""
+        """The whole document the index holds (what a full load gives), for checks."""
         head = self.head()
-        units = {uid: jsonio.loads(self._read(v, vl)) for _o, uid, v, vl in self.values()}
+        order = [jsonio.loads(u) for lines in self._digest_lines() for u, _t, _d in lines]
+        units: dict[str, Any] = {}
+        for uid in order:
+            if uid not in units:
+                _, slot = self.find(uid)
+                if slot is None:
+                    raise ValueError(f"index has a digest but no slot for {uid!r}")
+                units[uid] = self.unit(slot)
         return with_units(head, units)
 
     # -- the commit --
@@ -307,15 +328,13 @@ class Index:
             if slot is None:
                 if (count + 1) * 4 > h.nslots * 3:
                     raise Full("slot table full")
-                ordinal = next_ord
                 next_ord += 1
                 count += 1
             else:
-                ordinal = self.unit(slot)[0]
                 live -= slot[4]
             val = jsonio.dumps(value)
-            dig = jsonio.dumps([uid, ordinal, digest(value)])
-            slots[i] = _SLOT.pack(_hash(uid)[1], dig_at, val_at, len(dig), len(val))
+            dig = digest_line(uid, value)
+            slots[i] = SLOT_STRUCT.pack(unit_hash(uid)[1], dig_at, val_at, len(dig), len(val))
             values.append(val)
             digs.append(dig)
             val_at += len(val)
@@ -325,8 +344,8 @@ class Index:
         head_off = val_at
         values.append(head_bytes)
         redo = b"".join(_REDO.pack(i, s) for i, s in slots.items())
-        redo_off = dig_at
-        digs.append(redo)
+        redo_off = head_off + len(head_bytes)
+        values.append(redo)
         dig_bytes = b"".join(digs)
         if dig_end + len(dig_bytes) > h.dig_start + h.dig_cap:
             raise Full("digest region full")
@@ -334,7 +353,7 @@ class Index:
         new.seq, new.jend, new.jcrc, new.jlen = journal
         new.count, new.next_ord, new.live = count, next_ord, live
         new.dig_end = dig_end + len(dig_bytes)
-        new.val_end = head_off + len(head_bytes)
+        new.val_end = redo_off + len(redo)
         new.head_off, new.head_len = head_off, len(head_bytes)
         new.redo_off, new.redo_len, new.redo_crc = redo_off, len(redo), zlib.crc32(redo)
         fsio.pwrite_all(self.fd, b"".join(values), val_end, self.path)
@@ -363,24 +382,8 @@ class Index:
         return h.val_end - h.val_start > 4 * h.live + (1 << 20)
 
 
-def _ordinal(entry: list[Any]) -> int:
-    return int(entry[1])
-
-
 def _blank() -> Header:
     return Header([b""] + [0] * (len(Header.FIELDS) - 1))
-
-
-def loader_pread(fd: int, offset: int, length: int) -> bytes:
-    chunks = []
-    while length > 0:
-        chunk = os.pread(fd, length, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-        length -= len(chunk)
-    return b"".join(chunks)
 
 
 def head_of(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -392,92 +395,3 @@ def with_units(head: dict[str, Any], units: dict[str, Any]) -> dict[str, Any]:
     """A document from its head and units (in the place the head keeps for them)."""
     head["units"] = units
     return head
-
-
-def build(path: str, doc: Mapping[str, Any], journal: tuple[int, int, int, int, int],
-          snap: tuple[tuple[int, int, int], int, int]) -> None:
-    """Write a new index of ``doc`` at ``path`` (temp file + rename; not fsynced: see the module
-    docstring). ``journal`` = (inode, seq, end offset, crc32 of the last record's line, its
-    length); ``snap`` = (the snapshot's stat key, its marker's seq and offset)."""
-    raw_units = doc.get("units")
-    units: Mapping[str, Any] = raw_units if isinstance(raw_units, dict) else {}
-    count = len(units)
-    nslots = MIN_SLOTS
-    while nslots * 3 < count * 8:  # at most 3/8 full when built: room to grow before a rebuild
-        nslots *= 2
-    table = bytearray(nslots * SLOT)
-    digs: list[bytes] = []
-    for ordinal, (uid, unit) in enumerate(units.items()):
-        digs.append(jsonio.dumps([uid, ordinal, digest(unit)]))
-    dig_start = PAGE + nslots * SLOT
-    dig_bytes = sum(map(len, digs))
-    dig_cap = max(1 << 16, 3 * dig_bytes + 256 * count)
-    val_start = dig_start + dig_cap
-    head_bytes = jsonio.dumps(head_of(doc))
-    tmp = _temp(path)
-    fd = fsio.open_regular(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL)
-    try:
-        val_end = val_start
-        dig_off = dig_start
-        batch: list[bytes] = []
-        batch_at = val_start
-        live = 0
-        for (uid, unit), dig in zip(units.items(), digs, strict=True):
-            val = jsonio.dumps(unit)
-            home, tag = _hash(uid)
-            i = home & (nslots - 1)
-            while table[i * SLOT : (i + 1) * SLOT] != _EMPTY:
-                i = (i + 1) & (nslots - 1)
-            table[i * SLOT : (i + 1) * SLOT] = _SLOT.pack(tag, dig_off, val_end, len(dig), len(val))
-            dig_off += len(dig)
-            val_end += len(val)
-            live += len(val)
-            batch.append(val)
-            if len(batch) >= 1000:
-                fsio.pwrite_all(fd, b"".join(batch), batch_at, tmp)
-                batch_at = val_end
-                batch = []
-        batch.append(head_bytes)
-        fsio.pwrite_all(fd, b"".join(batch), batch_at, tmp)
-        head_off = val_end
-        val_end += len(head_bytes)
-        fsio.pwrite_all(fd, b"".join(digs), dig_start, tmp)
-        fsio.pwrite_all(fd, bytes(table), PAGE, tmp)
-        jino, seq, jend, jcrc, jlen = journal
-        key, snap_seq, snap_off = snap
-        header = Header((boot_id(), jino, seq, jend, jcrc, jlen, *key, snap_seq, snap_off, nslots, count,
-                         count, dig_start, dig_off, dig_cap, val_start, val_end, live, head_off,
-                         len(head_bytes), 0, 0, 0, 0))
-        fsio.pwrite_all(fd, header.pack(), 0, tmp)
-    except BaseException:
-        os.close(fd)
-        _unlink_quietly(tmp)
-        raise
-    os.close(fd)
-    try:
-        fsio.replace(tmp, path)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-
-
-def _temp(path: str) -> str:
-    head, name = os.path.split(path)
-    tmp = os.path.join(head, f".{name}.tmp.{os.getpid()}")
-    _unlink_quietly(tmp)  # left by a killed process that had our pid: nobody is writing it
-    return tmp
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def remove(path: str) -> None:
-    """Drop the index (it is only ever rebuilt): what cannot be kept exact must not be read."""
-    try:
-        fsio.unlink(path)
-    except FileNotFoundError:
-        pass

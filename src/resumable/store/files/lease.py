@@ -17,7 +17,7 @@ becomes a leftover: the next runner makes sure nothing carrying it lives before 
 (a step's daemon, or the grandchild of an interrupted step, may have left the step's group).
 
 ``holder`` (``status``, ``doctor``) reads the kernel's lock table and takes nothing (``survey``). A
-seed verb's write asking whether a runner owns the run, and ``holder`` where the table cannot tell,
+low-level verb's write asking whether a runner owns the run, and ``holder`` where the table cannot tell,
 probe the lease with a brief shared flock: a runner starting at that instant would find the lock
 taken, so ``acquire`` tries again for ``PROBE_GRACE`` seconds unless the file proves a live runner
 holds it.
@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import secrets
 import socket
 import stat
 import time
 
+from resumable.core import jsonio
 from resumable.core.stamps import stamp
 from resumable.errors import NewerFormatError, RefusedError
 from resumable.procfs import stat_of
@@ -308,7 +308,7 @@ class FileRunnerLease:
         self._dirty, self._synced = False, time.monotonic()
         self.info["groups"] = [_started(g).to_json() for g in self._running.values()]
         self.info["leftovers"] = [g.to_json() for g in self._leftovers]
-        data = json.dumps(self.info, separators=(",", ":")).encode()
+        data = jsonio.dumps(self.info)
         try:
             os.pwrite(self.fd, data.ljust(self._size), 0)
             if self._size > len(data):

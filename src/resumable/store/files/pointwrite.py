@@ -8,7 +8,7 @@ journal records the index does not hold yet, then applies the events to a docume
 head and only the units they name: the checkpoint rules of ``apply`` need nothing else (a unit's
 own state, its needs, the head). The records are appended and fsynced exactly as the whole-document
 path does, then the index is brought up to them. Anything this path cannot vouch for (no index, a
-whole-document event, a seed event log, a snapshot changed under it) returns None before anything is
+whole-document event, a ulpi event log, a snapshot changed under it) returns None before anything is
 written, and the caller takes the whole-document path.
 """
 
@@ -66,7 +66,7 @@ class Mini:
         if uid is not None and uid not in self.units:
             _, slot = self.ix.find(uid)
             if slot is not None:
-                self.units[uid] = self.ix.unit(slot)[1]
+                self.units[uid] = self.ix.unit(slot)
 
 
 def unit_of(event: Event) -> str | None:

@@ -57,8 +57,8 @@ class Writer:
         self.cursor.forget()
 
     def exists(self) -> bool:
-        # A seed event log alone is a run too: the seed's crash between its log's init record and
-        # its first snapshot leaves just that (seed_adopt rebuilds the document from it).
+        # A ulpi event log alone is a run too: ulpi's crash between its log's init record and
+        # its first snapshot leaves just that (ulpi_adoption rebuilds the document from it).
         files = self.files
         return os.path.lexists(files.snapshot) or os.path.lexists(files.journal) \
             or os.path.lexists(files.events)
@@ -80,7 +80,7 @@ class Writer:
         init = verbs.stamp_batch(events)
         if self.cursor.state is None:
             # Checked before taking the lock, whose file would otherwise be left behind by a write
-            # to a run that does not exist, or whose seed event log cannot be verified (bad input
+            # to a run that does not exist, or whose ulpi event log cannot be verified (bad input
             # must change nothing on disk). Loaded now, a log is only caught up with under the lock.
             if events_key(self.files) is not None:
                 self.current()
@@ -128,7 +128,7 @@ class Writer:
         new = Loaded(doc, 1, len(record), 0, True, -1, 0, None, 0, None)
         self.cursor.state = new
         self.cursor.snap_offset = 0
-        # An old seed snapshot still in place must be replaced now (unmarked next to the new
+        # An old ulpi status file still in place must be replaced now (unmarked next to the new
         # journal it would read as an edit); otherwise the usual policy applies.
         self.keeper.drop()  # the old run's; the new run's is built with its first view (or write)
         self._after_write(new, force=os.path.lexists(self.files.snapshot), lazy=lazy_view)
@@ -160,9 +160,9 @@ class Writer:
         pending: list[Event] = []
         if state.adopt is not None and state.doc is not None:
             if state.adopt == "import" and state.events_stat is not None:
-                from resumable.store.files import seed_adopt  # only for a seed run with an event log
+                from resumable.store.files import ulpi_adoption  # only for a ulpi run with an event log
 
-                seed_adopt.note_in_sync(self.files, state.doc)
+                ulpi_adoption.note_in_sync(self.files, state.doc)
             # A copy: apply() below mutates the document in place, and the base record must hold
             # the document as adopted, not as it is after these events.
             adopted = jsonio.loads(jsonio.dumps(state.doc))
@@ -283,7 +283,7 @@ class Writer:
 
     def flush(self) -> None:
         """Bring the snapshot up to date with everything this process knows (e.g. at exit)."""
-        # Nothing to flush while an adoption is pending (a seed file that was only read, or an
+        # Nothing to flush while an adoption is pending (a ulpi status file that was only read, or an
         # external edit not yet journaled): the file on disk *is* the document, and rewriting it
         # would modify a file that reads must leave alone (and, for an edit, stamp a marker
         # claiming the journal holds it when it does not).

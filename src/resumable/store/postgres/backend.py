@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.lease import PgRunnerLease
     from resumable.store.postgres.listen import Listener
+    from resumable.store.values import Event
 
     T = TypeVar("T")
 
@@ -33,6 +34,7 @@ class PgBackend:
     def __init__(self, url: str, *, patience: float = 0.0) -> None:
         self.db = Db(url, patience=patience)
         self._version: int | None = None
+        self.no_schema: schema.NoSchemaError | None = None  # what a read of a database without it said
         self._handles: dict[str, PgRunHandle] = {}
 
     # -- the Backend protocol -------------------------------------------------------------------
@@ -125,7 +127,7 @@ class PgBackend:
     def lease(self, run_id: str) -> PgRunnerLease:
         from resumable.store.postgres.lease import PgRunnerLease
 
-        self.ready()
+        self.ready(migrate=True)  # taken by `run --store`, which submits the run next
         return PgRunnerLease(self.db, check_run_id(run_id))
 
     def close(self) -> None:
@@ -134,12 +136,24 @@ class PgBackend:
         self._handles.clear()
         self.db.close()
 
+    def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
+                   blobs: Mapping[str, bytes]) -> dict[str, Any]:
+        """An exported run, whole, in one transaction (``RunImporter``; ``postgres.transfer``)."""
+        from resumable.store.postgres import transfer
+
+        return transfer.import_run(self, check_run_id(run_id), batches, blobs)
+
     # -- schema ---------------------------------------------------------------------------------
 
-    def ready(self) -> Db:
-        """The database, its schema checked (and brought up to date) once per process."""
+    def ready(self, *, migrate: bool = False) -> Db:
+        """The database, its schema checked once per process; ``migrate``: brought up to date
+        (writes that create a run, workers), else a database without it is refused."""
         if self._version is None:
-            self._version = schema.check(self.db)
+            try:
+                self._version = schema.check(self.db, migrate=migrate)
+            except schema.NoSchemaError as exc:
+                self.no_schema = exc
+                raise
         return self.db
 
     def upgrade(self) -> tuple[int | None, int]:
@@ -160,8 +174,8 @@ class PgBackend:
         return self.ready().read(fn, what=what, patience=patience)
 
     def write(self, fn: Callable[[Connection], T], *, what: str, probe: Callable[[Connection], bool] | None = None,
-              patience: float | None = None, pipeline: bool = False) -> T:
-        return self.ready().transact(fn, what=what, probe=probe, patience=patience, pipeline=pipeline)
+              patience: float | None = None, pipeline: bool = False, migrate: bool = False) -> T:
+        return self.ready(migrate=migrate).transact(fn, what=what, probe=probe, patience=patience, pipeline=pipeline)
 
     def handle(self, run_id: str) -> PgRunHandle:
         """A long-lived handle (its cached document kept between transactions), one per run."""

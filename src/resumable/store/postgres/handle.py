@@ -12,6 +12,7 @@ from resumable.core.model import refuse_unreadable
 from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError, StoreError
 from resumable.store.postgres import runstate
 from resumable.store.postgres.runstate import RunState, RunWriter
+from resumable.store.postgres.schema import NoSchemaError
 from resumable.store.values import Record
 
 if TYPE_CHECKING:
@@ -57,7 +58,10 @@ class PgRunHandle:
             row = runstate.find_row(conn, self._run_id, lock=False)
             return row is not None and row.seq > 0
 
-        return self.backend.read(look, what=f"look for run {self._run_id}")
+        try:
+            return self.backend.read(look, what=f"look for run {self._run_id}")
+        except NoSchemaError:
+            return False  # a database resumable never wrote to holds no run
 
     def load(self) -> dict[str, Any] | None:
         def catch_up(conn: Connection) -> RunState | None:
@@ -68,6 +72,9 @@ class PgRunHandle:
 
         try:
             self.state = self.backend.read(catch_up, what=f"read run {self._run_id}")
+        except NoSchemaError:
+            self.state = None
+            return None  # no run: an init creates the schema with it; `read` says why there is none
         except BaseException:
             self.state = None  # a replay that stopped half way leaves a half-built document
             raise
@@ -80,7 +87,7 @@ class PgRunHandle:
     def read(self) -> dict[str, Any]:
         doc = self.load()
         if doc is None:
-            raise self.missing()
+            raise self.backend.no_schema or self.missing()
         return doc
 
     def history(self, since: int = 0) -> Iterator[Record]:
@@ -139,7 +146,8 @@ class PgRunHandle:
             return bool(holder) and holder[0].saved(conn)
 
         try:
-            out = self.backend.write(txn, what=what, probe=probe, patience=patience, pipeline=True)
+            out = self.backend.write(txn, what=what, probe=probe, patience=patience, pipeline=True,
+                                     migrate=init or create)
         except BaseException:
             if holder and (holder[0].applied or holder[0].bodies):
                 self.state = None
