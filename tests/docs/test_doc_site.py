@@ -144,3 +144,18 @@ def test_a_console_error_would_be_caught(served: Server, site: Path, tmp_path: P
     (site / "broken.html").unlink()
     assert any("broken page" in line for line in console_messages(proc.stderr)), proc.stderr[-3000:]
     assert ("/missing.png", 404) in served.requests
+
+
+def test_the_diagram_of_the_parts_is_the_layering_contract() -> None:
+    """docs/images/architecture.svg is drawn from pyproject.toml's layers (scripts/docs-pictures
+    architecture): a layer added or moved there without redrawing it fails here."""
+    import tomllib
+
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    layers = [m.strip() for layer in contract["layers"] for m in layer.split("|")]
+    svg = (DOCS / "images" / "architecture.svg").read_text()
+    drawn = [name for name in re.findall(r'font-weight="bold"[^>]*>(resumable\.[\w.]+)<', svg)
+             if name.count(".") == 1]
+    assert drawn == layers, (drawn, layers)
+    for picture in ("run-live.svg", "status-watch.svg", "status-failed.svg", "report.png"):
+        assert (DOCS / "images" / picture).stat().st_size > 2000, picture  # made by scripts/docs-pictures

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
               help="A PostgreSQL store (default: RESUMABLE_STORE, else the runs directory).")
 @click.option("--no-color", is_flag=True, help="No colour (NO_COLOR is honoured too).")
 @click.option("--watch", is_flag=True, help="Live view until the run ends or Ctrl-C.")
+@click.option("--wait", "wait_for", metavar="DURATION", default=None,
+              help="With --watch, on a run not running: wait this long for its next session (90s, 10m;"
+                   " default until Ctrl-C; 0: do not wait).")
 @click.option("--units", "units_state", metavar="STATE", default=None,
               help="List every unit in STATE (pending, running, done, failed, timeout, blocked, "
                    "dep_blocked, interrupted, malformed).")
@@ -51,67 +54,38 @@ def status_command(
     store_url: str | None,
     no_color: bool,
     watch: bool,
+    wait_for: str | None,
     units_state: str | None,
 ) -> None:
     """Show where a run stands (RUN: an id, an id prefix or a .json path; default the newest)."""
-    if units_state is not None and units_state not in view.UNITS_STATES:
-        raise UsageError(f"unknown unit state {units_state!r} for --units: use one of "
-                         f"{', '.join(view.UNITS_STATES)}")
-    if watch and (as_json or list_ or resume or units_state):
-        raise UsageError("--watch shows the live view; it does not combine with "
-                         "--json, --list, --resume or --units")
-    if list_ and (resume or units_state):
-        raise UsageError("--list does not combine with --resume or --units")
+    check_options(list_=list_, as_json=as_json, resume=resume, watch=watch, units_state=units_state)
+    until = _until(wait_for, watch)
     backend = store.open_backend(runs_dir, url=store_url)
     printer = Printer.for_stdout(no_color)
     now = time.time()
 
     if list_:
-        entries = backend.list_runs()
-        if as_json:
-            printer.text(dump_json([
-                e.doc if e.doc is not None else {"file": e.location, "error": e.error} for e in entries
-            ]))
-            return
-        if not entries:
-            printer.text(f"no runs yet under {backend.root}")
-            return
-        printer.text(escape_controls(f"{len(entries)} run{'s' if len(entries) != 1 else ''} under"
-                                     f" {backend.description}, newest first"))
-        printer.lines([view.list_line(e.name, e.doc, e.error, now, judged(backend, e)) for e in entries])
+        list_runs(backend, printer, as_json=as_json, now=now)
         return
 
     # The plain view only counts a run's units and details a few: a large run's digests serve it.
     counted_only = not (watch or as_json or resume or units_state)
-    picked = discovery.pick_run(backend, run, counted_only)
+    picked = discovery.pick_run(backend, run, counted_only) if not watch or until == 0 else watching.await_run(
+        lambda: discovery.pick_run(backend, run), until, printer, repr(run) if run else "of this project")
+    if picked is None and watch and until != 0:
+        ctx.exit(1)  # waited for a run to start, in vain (await_run said so)
     if picked is None:
         # No runs at all is not an error: a fresh project simply has none yet.
         click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or "
                    "`resumable init`", err=as_json)
         return
-    if picked.also_matched:
-        warn(f"{run!r} also matches {', '.join(picked.also_matched[:5])}"
-             f"{' …' if len(picked.also_matched) > 5 else ''}; showing {picked.entry.run_id}")
+    warn_also_matched(run, picked)
     entry = picked.entry
     location = os.path.abspath(entry.location) if entry.location.endswith(".json") else entry.location
 
     hint_store = discovery.store_option(backend)
     if resume:
-        verdict = None
-        if entry.doc is None:
-            desc = recipe.unreadable(location, entry.error or "unreadable")
-        else:
-            desc = recipe.classify(entry.doc, location, here=os.getcwd(), store=hint_store)
-            verdict = judged(backend, entry)
-        if as_json:
-            printer.text(dump_json(desc))
-        else:
-            notes = None if verdict is None or entry.doc is None else \
-                liveness.resume_notes(verdict, entry.doc, file=location, store=hint_store)
-            lines = recipe.render_text(desc, entry.doc, location, notes=notes)
-            printer.text("\n".join(escape_controls(line) for line in lines))
-        if entry.doc is None:
-            raise discovery.unreadable(entry)
+        resume_view(backend, entry, printer, location=location, as_json=as_json, hint_store=hint_store)
         return
 
     if entry.doc is None:
@@ -130,8 +104,7 @@ def status_command(
         printer.lines(view.render_units(doc, units_state, now))
         return
     here = os.getcwd()
-    found = discovery.how_found(backend) or ""
-    runs_line = f"{backend.root} ({found})" if found.startswith("found walking up") else None
+    runs_line = found_walking_up(backend)
     lease = discovery.lease_of(backend, entry)
     judge = Rejudge(lease)
 
@@ -144,12 +117,72 @@ def status_command(
 
     if watch:
         try:
-            ctx.exit(watch_fn(picked.handle, frame, printer))
+            ctx.exit(watch_fn(picked.handle, frame, printer, until))
         except KeyboardInterrupt:
             # Ctrl-C is how a watch normally ends: no traceback, the conventional 130.
             printer.text("")
             ctx.exit(130)
     printer.lines(frame(doc, now))
+
+
+def warn_also_matched(run: str | None, picked: discovery.Picked) -> None:
+    if picked.also_matched:
+        warn(f"{run!r} also matches {', '.join(picked.also_matched[:5])}"
+             f"{' …' if len(picked.also_matched) > 5 else ''}; showing {picked.entry.run_id}")
+
+
+def found_walking_up(backend: Backend) -> str | None:
+    """The line saying which runs directory the view is of, when it was found by walking up."""
+    found = discovery.how_found(backend) or ""
+    return f"{backend.root} ({found})" if found.startswith("found walking up") else None
+
+
+def check_options(*, list_: bool, as_json: bool, resume: bool, watch: bool, units_state: str | None) -> None:
+    """UsageError for options that do not go together, before anything is read."""
+    if units_state is not None and units_state not in view.UNITS_STATES:
+        raise UsageError(f"unknown unit state {units_state!r} for --units: use one of "
+                         f"{', '.join(view.UNITS_STATES)}")
+    if watch and (as_json or list_ or resume or units_state):
+        raise UsageError("--watch shows the live view; it does not combine with "
+                         "--json, --list, --resume or --units")
+    if list_ and (resume or units_state):
+        raise UsageError("--list does not combine with --resume or --units")
+
+
+def list_runs(backend: Backend, printer: Printer, *, as_json: bool, now: float) -> None:
+    """``--list``: one line per run, newest first (``--json``: their documents)."""
+    entries = backend.list_runs()
+    if as_json:
+        printer.text(dump_json([
+            e.doc if e.doc is not None else {"file": e.location, "error": e.error} for e in entries
+        ]))
+        return
+    if not entries:
+        printer.text(f"no runs yet under {backend.root}")
+        return
+    printer.text(escape_controls(f"{len(entries)} run{'s' if len(entries) != 1 else ''} under"
+                                 f" {backend.description}, newest first"))
+    printer.lines([view.list_line(e.name, e.doc, e.error, now, judged(backend, e)) for e in entries])
+
+
+def resume_view(backend: Backend, entry: RunEntry, printer: Printer, *, location: str, as_json: bool,
+                hint_store: tuple[str, str] | None) -> None:
+    """``--resume``: how to resume the run (``--json``: the descriptor); an unreadable run fails."""
+    verdict = None
+    if entry.doc is None:
+        desc = recipe.unreadable(location, entry.error or "unreadable")
+    else:
+        desc = recipe.classify(entry.doc, location, here=os.getcwd(), store=hint_store)
+        verdict = judged(backend, entry)
+    if as_json:
+        printer.text(dump_json(desc))
+    else:
+        notes = None if verdict is None or entry.doc is None else \
+            liveness.resume_notes(verdict, entry.doc, file=location, store=hint_store)
+        lines = recipe.render_text(desc, entry.doc, location, notes=notes)
+        printer.text("\n".join(escape_controls(line) for line in lines))
+    if entry.doc is None:
+        raise discovery.unreadable(entry)
 
 
 def judged(backend: Backend, entry: RunEntry) -> Verdict | None:
@@ -182,6 +215,18 @@ def claude_project(backend: Backend) -> bool:
     return os.path.isdir(os.path.join(workflow.resolve_claude_dir(), "projects", workflow.project_slug(root)))
 
 
-def watch_fn(handle: Any, frame: Any, printer: Printer) -> int:
+def watch_fn(handle: Any, frame: Any, printer: Printer, until: float | None = 0.0) -> int:
     """Indirection so tests can replace the watch loop without touching the command."""
-    return watching.watch(handle, frame, printer)
+    return watching.watch(handle, frame, printer, until)
+
+
+def _until(wait_for: str | None, watch: bool) -> float | None:
+    """--wait as a deadline on time.monotonic (None: until Ctrl-C; 0: no waiting)."""
+    if wait_for is None:
+        return None
+    if not watch:
+        raise UsageError("--wait goes with --watch")
+    from resumable.runner.jobfile import parse_duration
+
+    seconds = parse_duration(wait_for, "--wait")
+    return 0.0 if seconds == 0 else time.monotonic() + seconds

@@ -143,6 +143,10 @@ class PlainReporter:
     def step_blocked(self, step: Step, root: str) -> None:
         self._p(f"blocked {step.id} (needs {root}, which failed)")
 
+    def step_skipped(self, step: Step, reason: str) -> None:
+        """A step planned to run, skipped after all (early cutoff: its needs made the same)."""
+        self._p(f"skip   {step.id} ({reason})")
+
     def warn(self, message: str) -> None:
         print(f"resumable: warning: {escape_controls(message)}", file=self.err, flush=True)
 
@@ -317,6 +321,12 @@ class LiveReporter(PlainReporter):
             if status != "interrupted":
                 self.failed += 1
             self.failed_logs.append((step.id, log))
+        self._changed()
+
+    def step_skipped(self, step: Step, reason: str) -> None:
+        self._forget(step.id)
+        self.done += 1
+        self.console.print(f"[dim]skip   {_markup(step.id)} ({_markup(reason)})[/dim]")
         self._changed()
 
     def step_blocked(self, step: Step, root: str) -> None:

@@ -28,13 +28,18 @@ def submit_job(queue: Any, job: Job, *, launch: dict[str, Any], force: bool = Fa
     and the decisions (run or skip, and why), taken on the run's document under its lock."""
     decided: dict[str, explain.Decision] = {}
 
+    steps: list[dict[str, Any]] = [
+        {"id": s.id, "needs": list(s.needs), "spec": to_spec(s) | {"fingerprint": fingerprint(s)},
+         "command": s.command_text} for s in job.steps]
+
     def plan(units: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         decided.clear()
         decided.update(explain.plan(job, units, force=force))
+        for s in steps:
+            # A done step waiting for its needs (early cutoff): the claim decides, by core.policy.
+            s["spec"]["cutoff"] = decided[s["id"]].cutoff
         return {sid: {"run": d.run, "reason": d.reason, "invalidate": d.invalidate} for sid, d in decided.items()}
 
-    steps = [{"id": s.id, "needs": list(s.needs), "spec": to_spec(s) | {"fingerprint": fingerprint(s)},
-              "command": s.command_text} for s in job.steps]
     options = {"keep_going": keep_going, "max_failures": max_failures, "source": job.source}
     out: dict[str, Any] = queue.submit(job.name, task=f"resumable run {job.name}", launch=launch, steps=steps,
                                        plan=plan, options=options,

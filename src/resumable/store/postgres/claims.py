@@ -17,13 +17,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from resumable.core import verbs
+from resumable.core import policy, verbs
 from resumable.core.model import unit_status, units_of
 from resumable.core.stamps import stamp
 from resumable.store.postgres import conclude
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from resumable.store.postgres.backend import PgBackend
     from resumable.store.postgres.db import Connection
@@ -178,16 +178,45 @@ def take(w: RunWriter, asked: Asked, run_id: str, limit: int) -> tuple[list[Clai
 
 
 def take_steps(w: RunWriter, asked: Asked, run_id: str, rows: Sequence[Sequence[Any]]) -> list[Claim]:
+    """Claim the ready ``rows`` (locked). A step found done (recorded by someone else, or kept done
+    by early cutoff) is marked so, which may make its dependents ready: they are claimed in the
+    same transaction, and the run concluded if that was its last step."""
+    claims: list[Claim] = []
+    kept = False
+    while rows:
+        got, marked = _take_rows(w, asked, run_id, rows)
+        claims.extend(got)
+        kept = kept or marked
+        if not marked:
+            break
+        rows = w.conn.execute(f"SELECT step, spec, attempt, epoch, needs FROM resumable_steps WHERE run_pk = %s"
+                              f" AND {READY} ORDER BY ord LIMIT %s FOR UPDATE SKIP LOCKED",
+                              (w.row.pk, max(asked.limit - len(claims), 1))).fetchall()
+    if kept and conclude.conclude(w):
+        notify(w.conn, run_id)
+    return claims
+
+
+def _take_rows(w: RunWriter, asked: Asked, run_id: str, rows: Sequence[Sequence[Any]]) -> tuple[list[Claim], bool]:
     conn, pk, worker = w.conn, w.row.pk, asked.worker
     units = units_of(w.doc)
     at = stamp(time.time(), ms=True)
     taken = []
     claims = []
+    marked = False
     for step, spec, attempt, epoch, needs in rows:
         unit = units.get(step)
+        upstream = policy.upstream_digests(needs, lambda n: _artifacts(units.get(n)))
         if unit_status(unit) == "done":
-            mark_done(w, step)  # recorded done by someone else meanwhile: nothing to run
-            continue
+            why = _reruns(w.doc, unit, spec, needs, upstream) if spec.get("cutoff") else None
+            if why is None:
+                # Recorded done by someone else meanwhile, or cut off early: nothing to run.
+                mark_done(w, step)
+                marked = True
+                continue
+            w.apply([verbs.invalidate(step, why)])
+        if needs:  # what its needs made, for the fingerprint the worker records (early cutoff)
+            spec = {**spec, "upstream": policy.upstream_record(upstream)}
         n = max(int(attempt), last_attempt(unit)) + 1
         log = asked.log_path(run_id, step, n)
         w.apply([verbs.unit(step, "in_progress", deps=list(needs),
@@ -208,7 +237,26 @@ def take_steps(w: RunWriter, asked: Asked, run_id: str, rows: Sequence[Sequence[
             " log_path) VALUES (%s, %s, %s, %s, %s, %s, %s, clock_timestamp(), 'running', %s)"
             " ON CONFLICT (run_pk, step, n) DO NOTHING",
             [(pk, step, n, epoch, worker.id, worker.host, worker.pid, log) for step, n, epoch, log in taken])
-    return claims
+    return claims, marked
+
+
+def _artifacts(unit: object) -> object:
+    return unit.get("artifacts") if isinstance(unit, dict) else None
+
+
+def _reruns(doc: Mapping[str, Any], unit: Any, spec: Mapping[str, Any], needs: Sequence[str],
+            upstream: Mapping[str, str | None]) -> str | None:
+    """Why a done step submitted to wait for its needs (``cutoff``) runs after all, or None when
+    it stays done: the scheduling policy's rule (``policy.keeps_done``), as the local runner's."""
+    from resumable.core.stamps import parse_stamp
+
+    units = units_of(doc)
+    stored = unit.get("fingerprint") if isinstance(unit, dict) else None
+    reran = policy.reran_since(needs, units, parse_stamp(doc.get("sessionStartedAt")))
+    if policy.keeps_done(bool(spec.get("artifacts") or spec.get("inputs")), stored, upstream, reran):
+        return None
+    changed = policy.upstream_changes(stored, upstream) or reran or list(needs)
+    return f"upstream re-ran: {', '.join(changed)}"
 
 
 def _unit_copy(unit: object) -> dict[str, Any]:
