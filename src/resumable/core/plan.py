@@ -84,8 +84,15 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str,
             dep_blocked[uid] = walk(missing)
 
     out: dict[str, Any] = {"skip": skip, "eligible": eligible, "dep_blocked": dep_blocked}
-    if not diagnostics:
-        return out
+    if diagnostics:
+        out.update(_diagnostics(units, needs, status))
+    return out
+
+
+def _diagnostics(units: Mapping[str, Any], needs: Mapping[str, list[str]],
+                 status: Mapping[str, str | None]) -> dict[str, Any]:
+    """What the seed's resume got wrong silently: unknown needs, cycles, malformed units."""
+    out: dict[str, Any] = {}
     unknown: dict[str, list[str]] = {}
     for uid, deps in needs.items():
         if deps:
