@@ -401,8 +401,10 @@ def gc(runs_dir: str | os.PathLike[str] | None = None, keep_days: float = 7, *,
        store_url: str | None = None) -> tuple[int, str]:
     """Archive done/aborted runs older than ``keep_days``; returns (count, archive dir), count -1
     when there is no runs directory."""
-    if keep_days < 0 or keep_days != keep_days:
-        raise InvalidInputError("--keep-days must be a non-negative number")
+    from resumable.core.durations import MAX_DAYS
+
+    if not 0 <= keep_days <= MAX_DAYS:  # NaN fails both; a cutoff past the bound overflows timestamps
+        raise InvalidInputError(f"--keep-days must be a non-negative number, at most {MAX_DAYS}")
     result = store.open_backend(runs_dir, url=store_url).gc(keep_days)
     return result.moved, result.archive
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resumable import __version__, store
+from resumable.cli.durations import at_least
 from resumable.cli.errors import command_class
 from resumable.cli.hostinfo import carriers, mount_of
 from resumable.core import recipe
@@ -36,6 +37,8 @@ from resumable.store.values import LEASE_FORMAT
 from resumable.view import discovery, liveness
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from resumable.store.backend import Backend
 
 OK, INFO, WARNING, PROBLEM = "ok", "info", "warning", "problem"
@@ -67,7 +70,7 @@ class Finding:
               help="The runs directory (default: RESUMABLE_DIR, else the nearest .resumable/runs).")
 @click.option("--store", "store_url", metavar="URL", default=None,
               help="A PostgreSQL store (default: RESUMABLE_STORE, else the runs directory).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=3.0, show_default=True, metavar="SECONDS",
+@click.option("--timeout", callback=at_least(0.1), default="3", show_default=True, metavar="DURATION",
               help="How long to wait for the database to answer.")
 @click.pass_context
 def doctor_command(ctx: click.Context, as_json: bool, runs_dir: str | None, store_url: str | None,
@@ -361,7 +364,7 @@ def _status(run_id: str, option: tuple[str, str] | None, *extra: str) -> str:
     return recipe.command(["resumable", "status", run_id, *extra, *(option or ())])
 
 
-def _not_worked_on(verdict: liveness.Verdict, doc: dict[str, Any], location: str,
+def _not_worked_on(verdict: liveness.Verdict, doc: Mapping[str, Any], location: str,
                    option: tuple[str, str] | None) -> Finding:
     """A live run nothing works on: a runner that is gone needs someone (a problem); a script that
     ended without finishing, or a submitted run waiting for workers, is worth a look (a warning)."""

@@ -263,8 +263,10 @@ def _gc(args: Args) -> None:
             keep = float(raw)
         except ValueError:
             keep = float("nan")
-        if not 0 <= keep < float("inf"):
-            raise InvalidInputError("--keep-days must be a non-negative number")
+        from resumable.core.durations import MAX_DAYS
+
+        if not 0 <= keep <= MAX_DAYS:
+            raise InvalidInputError(f"--keep-days must be a non-negative number, at most {MAX_DAYS}")
     count, archive = gc(args.pos(0) or args.opt("--dir"), keep, store_url=args.opt("--store"))
     if count < 0:
         print("0 archived (no runs dir)")

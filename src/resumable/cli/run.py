@@ -7,19 +7,11 @@ from typing import Any
 import click
 
 from resumable.cli.completion import complete_step, complete_target
+from resumable.cli.durations import duration
 from resumable.cli.errors import command_class
-from resumable.errors import InvalidInputError, ResumableError
-from resumable.runner.jobfile import DEFAULT_GRACE, parse_duration
+from resumable.errors import InvalidInputError
+from resumable.runner.jobfile import DEFAULT_GRACE
 from resumable.runner.options import RunOptions
-
-
-def _duration(ctx: click.Context, param: click.Parameter, value: object) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value, f"--{param.name}")
-    except ResumableError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 @click.command("run", cls=command_class())
@@ -35,11 +27,11 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
 @click.option("--store", metavar="URL", help="A PostgreSQL store (default: RESUMABLE_STORE).")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Steps run in parallel; 0 = one per CPU.")
-@click.option("--timeout", metavar="DURATION", callback=_duration,
+@click.option("--timeout", metavar="DURATION", callback=duration,
               help="Default per-step time budget: 90, 90s, 10m, 2h.")
 @click.option("--step-timeout", "step_timeouts", metavar="ID:DURATION", multiple=True,
               help="Per-step time budget (repeatable).")
-@click.option("--grace", metavar="DURATION", callback=_duration,
+@click.option("--grace", metavar="DURATION", callback=duration,
               help=f"Wait between SIGTERM and SIGKILL (default {DEFAULT_GRACE:g}s).")
 @click.option("--continue-on-error", "--keep-going", "-k", "keep_going", is_flag=True,
               help="Run every step that does not depend on a failed one.")
@@ -49,7 +41,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
               help="A file the step must produce (repeatable; all are required).")
 @click.option("--retry", "retries", type=click.IntRange(min=0), metavar="N",
               help="Extra attempts for a failing step (default 0).")
-@click.option("--backoff", metavar="SECONDS", callback=_duration,
+@click.option("--backoff", metavar="SECONDS", callback=duration,
               help="Wait BASE * 2^(k-1) (+ jitter) before retry k (default 1).")
 @click.option("--step-log", "step_logs", metavar="ID:PATH", multiple=True,
               help="Write that step's output to PATH (truncated per attempt).")

@@ -85,14 +85,13 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str,
 
     out: dict[str, Any] = {"skip": skip, "eligible": eligible, "dep_blocked": dep_blocked}
     if diagnostics:
-        out.update(_diagnostics(units, needs, status))
+        _diagnose(out, units, needs, status)
     return out
 
 
-def _diagnostics(units: Mapping[str, Any], needs: Mapping[str, list[str]],
-                 status: Mapping[str, str | None]) -> dict[str, Any]:
-    """What the seed's resume got wrong silently: unknown needs, cycles, malformed units."""
-    out: dict[str, Any] = {}
+def _diagnose(out: dict[str, Any], units: Mapping[str, Any], needs: Mapping[str, list[str]],
+              status: Mapping[str, str | None]) -> None:
+    """``resume_set``'s diagnostics: needs naming no unit, cycles, malformed units."""
     unknown: dict[str, list[str]] = {}
     for uid, deps in needs.items():
         if deps:
@@ -109,7 +108,6 @@ def _diagnostics(units: Mapping[str, Any], needs: Mapping[str, list[str]],
     malformed = [uid for uid, st in status.items() if st is None]
     if malformed:
         out["malformed"] = malformed
-    return out
 
 
 def find_cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:

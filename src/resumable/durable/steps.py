@@ -23,6 +23,7 @@ import inspect
 from typing import Any
 
 from resumable.core import verbs
+from resumable.core.durations import MAX_DAYS, MAX_SECONDS
 from resumable.core.model import MAX_NESTING, MAX_UNIT_ID, check_unit_id
 
 # Settled is a run-time alias, so Event is imported at run time here (typing is loaded anyway).
@@ -67,8 +68,8 @@ class Step:
             raise InvalidInputError("version= takes a string or an integer")
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise InvalidInputError("retries= takes an integer >= 0")
-        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not backoff >= 0:
-            raise InvalidInputError("backoff= takes a number of seconds >= 0")
+        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not 0 <= backoff <= MAX_SECONDS:
+            raise InvalidInputError(f"backoff= takes a number of seconds >= 0 and at most {MAX_DAYS} days")
         self.engine = engine
         self.fn = fn
         self.name = check_step_name(name if name is not None else default_name(fn))

@@ -16,6 +16,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
+from resumable.core import durations
 from resumable.core.plan import find_cycles
 from resumable.errors import InvalidInputError, UsageError
 from resumable.runner import inputs
@@ -24,8 +25,6 @@ from resumable.runner.joblocate import Locator, Problems
 
 # Step ids become log file names and unit ids: keep them to a portable, traversal-free alphabet.
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 DEFAULT_JOB_FILE = "resumable.toml"
 DEFAULT_SHELL: tuple[str, ...] = ("/bin/sh", "-c")
@@ -101,28 +100,18 @@ class _Bad(ValueError):
 
 
 def _duration(value: object) -> float:
-    if isinstance(value, bool):
-        raise _Bad("expected a duration like 90, \"90s\", \"10m\" or \"2h\"")
-    if isinstance(value, (int, float)):
-        try:
-            seconds = float(value)
-        except OverflowError:  # an integer beyond float range (`timeout = 999...9`)
-            raise _Bad(f"duration must be a finite number >= 0, got a number of {len(str(abs(value)))}"
-                       " digits") from None
-    elif isinstance(value, str) and (m := _DURATION_RE.match(value)):
-        seconds = float(m.group(1)) * _UNITS[m.group(2)]
-    else:
-        raise _Bad(f"bad duration {value!r}; expected a number of seconds or \"90s\", \"10m\", \"2h\"")
-    if seconds < 0 or seconds != seconds or seconds == float("inf"):
-        raise _Bad(f"duration must be a finite number >= 0, got {value!r}")
-    return seconds
-
-
-def parse_duration(value: object, where: str) -> float:
-    """``90``, ``1.5``, ``"90s"``, ``"10m"``, ``"2h"``, ``"250ms"`` -> seconds (> 0)."""
     try:
-        return _duration(value)
-    except _Bad as exc:
+        return durations.seconds(value)
+    except durations.DurationError as exc:
+        raise _Bad(str(exc)) from None
+
+
+def parse_duration(value: object, where: str, *, minimum: float = 0.0) -> float:
+    """``90``, ``1.5``, ``"90s"``, ``"10m"``, ``"2h"``, ``"250ms"`` -> seconds, bounded
+    (``core.durations``: the one parser of every duration option and job-file key)."""
+    try:
+        return durations.seconds(value, minimum=minimum)
+    except durations.DurationError as exc:
         raise InvalidInputError(f"{where}: {exc}") from None
 
 

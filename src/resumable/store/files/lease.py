@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import secrets
 import socket
 import stat
 import time
 
+from resumable.core import jsonio
 from resumable.core.stamps import stamp
 from resumable.errors import NewerFormatError, RefusedError
 from resumable.procfs import stat_of
@@ -288,7 +288,7 @@ class FileRunnerLease:
             return
         self.info["groups"] = [g.to_json() for g in self._running.values()]
         self.info["leftovers"] = [g.to_json() for g in self._leftovers]
-        data = json.dumps(self.info, separators=(",", ":")).encode()
+        data = jsonio.dumps(self.info)
         try:
             os.pwrite(self.fd, data.ljust(self._size), 0)
             if self._size > len(data):

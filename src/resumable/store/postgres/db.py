@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import psycopg
 from psycopg import errors as pgerrors
 
-from resumable.errors import StoreError
+from resumable.errors import InvalidInputError, StoreError
 from resumable.store.postgres.urls import redact
 
 if TYPE_CHECKING:
@@ -75,6 +75,12 @@ def host_name() -> str:
 
 class LostConnection(StoreError):
     """The connection to the server was lost and could not be made again within the patience."""
+
+
+class RefusedValue(InvalidInputError):
+    """The server refused a value of the transaction (a data error: a timestamp or a number out of
+    range, text it cannot hold). Permanent: the same transaction fails the same way, so it is not
+    a ``StoreError``, which long-lived callers (a worker) ride out by trying again; it ends them."""
 
 
 def session_options(url: str) -> dict[str, Any]:
@@ -208,6 +214,10 @@ class Db:
                     _rollback(conn)
                     raise StoreError(f"{self.display}: {what}: {first_line(exc)}") from exc
                 lost = exc
+            except psycopg.DataError as exc:
+                _rollback(conn)
+                raise RefusedValue(f"{self.display}: {what}: {first_line(exc)} — the database refused a value;"
+                                   " trying again cannot help") from exc
             except psycopg.Error as exc:
                 _rollback(conn)
                 raise StoreError(f"{self.display}: {what}: {first_line(exc)}") from exc
