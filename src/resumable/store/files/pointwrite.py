@@ -156,8 +156,9 @@ def _commit(writer: Writer, ix: Index, events: Sequence[Event], lazy_view: bool)
         writer.keeper.drop()
         rebuild = False
     size = h.snap_size or 512 + 170 * h.count
-    due = h.snap_key() == (0, 0, 0) or state.offset - h.snap_off >= size \
-        or (size <= EXACT_SNAPSHOT_BYTES and not lazy_view)
+    # The whole-document path's policy (refresh.SnapshotView.after_write), a large run's first
+    # view included (no snapshot yet: its size estimated, its offset 0).
+    due = state.offset - h.snap_off >= size or (size <= EXACT_SNAPSHOT_BYTES and not lazy_view)
     if due or rebuild:
         writer.refresh_whole(rebuild=rebuild)
     return outputs
