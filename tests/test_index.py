@@ -346,3 +346,18 @@ def test_a_reader_during_writes_sees_one_state_or_the_next(tmp_path: Path) -> No
             assert os.waitstatus_to_exitcode(status) == 0
             break
     assert_exact(path)
+
+
+def test_an_index_that_fills_up_is_rebuilt_larger(tmp_path: Path) -> None:
+    path = make_run(tmp_path, n=400)
+    files = files_for(path)
+    ix = Index.open(files.index)
+    assert ix is not None
+    slots = ix.h.nslots
+    ix.close()
+    for i in range(slots):  # more new units than the table has room for
+        write(path, "unit", f"new{i}", "in_progress")
+    ix = Index.open(files.index)
+    assert ix is not None and ix.h.nslots > slots and ix.h.count == 400 + slots
+    ix.close()
+    assert_exact(path)
