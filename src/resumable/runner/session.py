@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from resumable import store
-from resumable.core import verbs
+from resumable.core import policy, verbs
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
 from resumable.runner import explain, process
@@ -232,6 +232,8 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
                 prepare.append(verbs.invalidate(s.id, d.reason))
             elif s.id not in units:
                 prepare.append(verbs.unit(s.id, "pending", deps=list(s.needs), fields={"command": s.command_text}))
+            elif policy.needs_unrecorded(units.get(s.id), s.needs):
+                prepare.append(verbs.unit(s.id, "pending", deps=list(s.needs)))
         if prepare:
             writer.write(f"{len(prepare)} step(s) to run: invalidations and new units", prepare, lazy=True)
 
