@@ -88,8 +88,12 @@ class Completion:
         # One round trip for all of the above.
         matched: set[str] = set()
         released: set[str] = set()
-        for kind, step in (done_cursor.fetchall() if done_cursor is not None else []):
-            (matched if kind == "done" else released).add(step)
+        current: dict[str, int] = {}
+        for kind, step, epoch in (done_cursor.fetchall() if done_cursor is not None else []):
+            if kind == "epoch":
+                current[step] = int(epoch)
+            else:
+                (matched if kind == "done" else released).add(step)
         rows = {r[0]: r for r in (rows_cursor.fetchall() if rows_cursor is not None else [])}
         run = run_cursor.fetchone()
         counted = failed_cursor.fetchone() if failed_cursor is not None else None
@@ -107,7 +111,7 @@ class Completion:
                 finished.append((claim, result))
                 self.batch.open_steps_change -= 1
             else:
-                stale.append((claim, result, None))
+                stale.append((claim, result, (claim.step, None, current.get(claim.step))))
         failed_now = self._settle(others, rows, stopping, answers, finished, stale)
         for claim, result in finished:
             self.batch.add(verbs.unit(claim.step, result["status"], note=result.get("note"),
@@ -197,7 +201,7 @@ class Completion:
             self.conn.execute(Q.stale_attempts, {
                 "pk": self.pk, "steps": [c.step for c, _, _ in stale], "ns": [c.n for c, _, _ in stale],
                 "stales": [Jsonb({"status": r["status"], "exitCode": r.get("exit_code"), "at": stamp(ms=True),
-                                  "epoch": c.epoch, "currentEpoch": int(row[2]) if row else None})
+                                  "epoch": c.epoch, "currentEpoch": int(row[2]) if row and row[2] is not None else None})
                            for c, r, row in stale],
                 "logs": [r.get("log") for _, r, _ in stale]})
 

@@ -89,7 +89,8 @@ WHERE a.run_pk = %(pk)s AND a.step = c.step AND a.n = c.n AND a.status = 'runnin
 
 -- finish_done --
 -- Steps done by the claims that still hold them (the epoch matches): done, the epoch moved on, and
--- each dependent one need closer to ready. Returns the steps recorded and the dependents released.
+-- each dependent one need closer to ready. Returns the steps recorded, the dependents released,
+-- and the current epoch of the steps whose claim no longer held.
 WITH done AS (
     UPDATE resumable_steps s SET state = 'done', worker = NULL, lease_expires = NULL, not_before = NULL,
         epoch = s.epoch + 1, fingerprint = c.fingerprint
@@ -103,8 +104,10 @@ WITH done AS (
     WHERE d.run_pk = %(pk)s AND d.step = n.step
     RETURNING d.step, d.remaining, d.state
 )
-SELECT 'done', step FROM done
-UNION ALL SELECT 'ready', step FROM released WHERE remaining = 0 AND state = 'pending';
+SELECT 'done', step, NULL::bigint FROM done
+UNION ALL SELECT 'ready', step, NULL FROM released WHERE remaining = 0 AND state = 'pending'
+UNION ALL SELECT 'epoch', s.step, s.epoch FROM resumable_steps s
+    WHERE s.run_pk = %(pk)s AND s.step = ANY(%(steps)s::text[]) AND s.step NOT IN (SELECT step FROM done);
 
 -- claimed_rows --
 -- The rows of steps whose outcome is not done, locked, to check each claim's fence (and to claim
