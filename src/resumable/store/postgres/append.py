@@ -1,23 +1,19 @@
 """The events of a transaction on the workers' path (claims, outcomes), and what follows its commit.
 
-Such a transaction locks only the step rows it touches; its events get the run's sequence numbers
-in ``append_events``, the statement sent together with the COMMIT (pipeline mode), so the run's
-row is locked only while the server runs that statement and flushes the commit: never across a
-round trip or client-side work. Sequence numbers are handed out in commit order (the next writer
-waits for the row until this commit is visible), so a reader that saw event N has seen every event
-before it: ``log --since N`` and ``status --watch`` never skip one.
+Such a transaction locks only the step rows it touches, and appends its events to the run's
+pending events, unnumbered: no row of the run is touched (see migration 0002 for why). The run's
+sequence numbers are handed out later, in commit order, by ``number_events`` (here, at most every
+``NUMBER_EVERY`` seconds per worker and run), by every write through a handle, and by ``log``.
 
-The workers' path does not rebuild the run's document: the step rows are the truth it acts on.
-After the commit, the writer that saw the run's last open step close, or the run stop, concludes
-it (``conclude``: the document and the policy's verdict, under the run's lock, once per run), and
-one whose events outgrew the stored snapshot refreshes it, without the run's lock.
+The workers' path does not rebuild the run's document: the step rows are the truth it acts on. A
+transaction that sees no step of the run open (``run_over``) concludes it after its commit
+(``conclude``: the document and the policy's verdict, under the run's lock, once per run).
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from resumable.core.stamps import stamp
@@ -25,38 +21,24 @@ from resumable.store.postgres import conclude, runstate
 from resumable.store.postgres.queries import WORK, Q
 
 if TYPE_CHECKING:
-    from psycopg import Cursor
-
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.place import Place
 
-# NOTIFY takes a database-wide lock at commit: a busy run announces its changes to watchers at most
-# this often (a watcher redraws at most every 0.25 s anyway), and always when it ends.
-CHANGED_EVERY = 0.2
-_last_changed: dict[str, float] = {}
-
-
-@dataclass(frozen=True, slots=True)
-class Appended:
-    """The run as the transaction left it."""
-
-    seq: int
-    open_steps: int
-    stopping: bool
-    tail_bytes: int
-    snap_bytes: int
-    has_job: bool
+# How often a worker numbers its run's pending events (and so how far behind `log` and `status
+# --watch` may be while the run goes on): the run's row is locked for a moment each time, and NOTIFY
+# takes a database-wide lock at commit, so neither happens at every transaction.
+NUMBER_EVERY = 0.2
+_last_numbered: dict[int, float] = {}
+_written: dict[int, str] = {}  # runs this process appended events to (row key -> id)
 
 
 class Batch:
-    """The events of one transaction on one run, and how it moves the run's counters."""
+    """The events of one transaction on one run, and whether it stops the run."""
 
     def __init__(self, pk: int, run_id: str) -> None:
         self.pk = pk
         self.run_id = run_id
         self.bodies: list[str] = []
-        self.bytes = 0
-        self.open_steps_change = 0
         self.stop = False
         self.tx = secrets.token_hex(8)
         self.notify_work = False
@@ -65,34 +47,18 @@ class Batch:
         at = stamp(time.time())
         for event in events:
             event.setdefault("at", at)
-            body = runstate.encode_event(event)
-            self.bodies.append(body)
-            self.bytes += len(body)
+            self.bodies.append(runstate.encode_event(event))
 
-    def send(self, conn: Connection) -> Cursor[Any] | None:
-        """The last statements before the COMMIT (in pipeline mode they travel with it)."""
+    def send(self, conn: Connection) -> None:
+        """The last statements before the COMMIT (in pipeline mode they travel with it). The run's
+        row is touched only to stop it (a failure, rare), last: the workers' lock order."""
         if self.notify_work:
             conn.execute(Q.notify, {"channel": WORK, "payload": self.run_id})
-        now = time.monotonic()
-        if self.bodies and now >= _last_changed.get(self.run_id, 0.0) + CHANGED_EVERY:
-            _last_changed[self.run_id] = now
-            conn.execute(Q.notify, {"channel": runstate.CHANGED, "payload": self.run_id})
-        if not self.bodies and not self.open_steps_change and not self.stop:
-            return None
-        return conn.execute(Q.append_events, {
-            "pk": self.pk, "bodies": self.bodies, "open_steps_change": self.open_steps_change, "bytes": self.bytes,
-            "stop": self.stop, "tx": self.tx})
-
-
-def appended(cursor: Cursor[Any] | None) -> Appended | None:
-    """What ``append_events`` answered (read after the commit)."""
-    if cursor is None:
-        return None
-    try:
-        row = cursor.fetchone()
-    except Exception:  # the commit's answer was lost, and a probe found it saved: nothing to follow up
-        return None
-    return Appended(int(row[0]), int(row[1]), bool(row[2]), int(row[3]), int(row[4]), bool(row[5])) if row else None
+        if self.bodies:
+            conn.execute(Q.append_events, {"pk": self.pk, "bodies": self.bodies, "tx": self.tx})
+            _written[self.pk] = self.run_id
+        if self.stop:
+            conn.execute(Q.stop_run, {"pk": self.pk})
 
 
 def saved(conn: Connection, batch: Batch) -> bool:
@@ -100,13 +66,39 @@ def saved(conn: Connection, batch: Batch) -> bool:
     return bool(batch.bodies) and conn.execute(Q.saved, {"pk": batch.pk, "tx": batch.tx}).fetchone() is not None
 
 
-def follow_up(place: Place, run_id: str, after: Appended | None) -> None:
-    """After the commit: conclude the run when it may be over, refresh a snapshot outgrown."""
-    if after is None:
-        return
-    if after.has_job and (after.open_steps <= 0 or after.stopping):
+def follow_up(place: Place, run_id: str, pk: int, *, over: bool) -> None:
+    """After the commit: conclude the run when nothing of it is open (``over``: seen in the
+    transaction), else number its events when this process last did so long enough ago."""
+    if over:
         conclude.conclude_run(place, run_id)
-    elif after.tail_bytes >= max(after.snap_bytes, runstate.SNAPSHOT_MIN_TAIL):
+        return
+    now = time.monotonic()
+    if now >= _last_numbered.get(pk, 0.0) + NUMBER_EVERY:
+        _last_numbered[pk] = now
+        number_events(place, run_id, pk)
+
+
+def number_written(place: Place) -> None:
+    """Number the events this process appended (a worker stopping): `log` is current at once."""
+    for pk, run_id in list(_written.items()):
+        number_events(place, run_id, pk)
+        _written.pop(pk, None)
+
+
+def number_events(place: Place, run_id: str, pk: int) -> None:
+    """Number the run's committed pending events (unless another process holds the run's row: it
+    numbers them), tell watchers, and refresh the snapshot when the events after it outgrew it."""
+    def txn(conn: Connection) -> bool:
+        if conn.execute(Q.lock_run, {"pk": pk}).fetchone() is None:
+            return False
+        got = conn.execute(Q.sequence_events, {"pk": pk, "run": None, "min_tail": runstate.SNAPSHOT_MIN_TAIL}
+                           ).fetchone()
+        if got is None:
+            return False
+        conn.execute(Q.notify, {"channel": runstate.CHANGED, "payload": run_id})
+        return bool(got[2])
+
+    if place.write(txn, what=f"number the events of run {run_id}", patience=0):
         refresh_snapshot(place, run_id)
 
 

@@ -83,6 +83,8 @@ def register(place: Place, worker: WorkerInfo) -> None:
 
 
 def unregister(place: Place, worker: WorkerInfo) -> None:
+    append.number_written(place)
+
     def put(conn: Connection) -> None:
         conn.execute("UPDATE resumable_workers SET stopped_at = now() WHERE id = %s", (worker.id,))
 
@@ -120,9 +122,10 @@ def claim(place: Place, request: ClaimRequest, runs: Sequence[str] | None) -> tu
         def probe(conn: Connection, batches: list[append.Batch] = batches) -> bool:
             return bool(batches) and append.saved(conn, batches[-1])
 
-        got, due, sent = place.write(txn, what=f"claim steps of run {run_id}", probe=probe, patience=0,
-                                     pipeline=True)
-        append.follow_up(place, run_id, append.appended(sent))
+        got, due, pk, over = place.write(txn, what=f"claim steps of run {run_id}", probe=probe, patience=0,
+                                         pipeline=True)
+        if pk is not None:
+            append.follow_up(place, run_id, pk, over=over)
         out += got
         if due is not None and len(got) < left:
             wake = due if wake is None else min(wake, due)
@@ -136,17 +139,23 @@ def claim_in(conn: Connection, request: ClaimRequest, run_id: str, limit: int,
     ready = conn.execute(Q.ready_steps, {"pk": None, "run": run_id, "limit": limit})
     expired = conn.execute(Q.expired_leases, {"run": run_id})
     due_cursor = conn.execute(Q.next_due, {"run": run_id, "worker": request.worker.id})
+    over_cursor = conn.execute(Q.run_over, {"pk": None, "run": run_id})
     rows = ready.fetchall()
     lapsed = expired.fetchall()
     got = due_cursor.fetchone()
     due = float(got[0]) if got and got[0] is not None else None
+    run = over_cursor.fetchone()
+    if run is None:
+        return [], due, None, False
+    pk, over = int(run[0]), bool(run[1])
     if not rows and not lapsed:
-        return [], due, None
-    batch = append.Batch(int((rows or lapsed)[0][0]), run_id)
+        return [], due, pk, over
+    batch = append.Batch(pk, run_id)
     batches.append(batch)
     sweep(conn, batch, [r[1:] for r in lapsed])
     claims = take(conn, batch, request, run_id, [r[1:7] for r in rows])
-    return claims, due, batch.send(conn)
+    batch.send(conn)
+    return claims, due, pk, False
 
 
 def take(conn: Connection, batch: append.Batch, request: ClaimRequest, run_id: str,

@@ -25,17 +25,11 @@ def step_states(w: RunWriter) -> list[tuple[str, str, int]]:
 
 
 def over(w: RunWriter) -> bool:
-    """Whether nothing runs and nothing more will start (a stopped run: nothing new starts). The
-    run's row counts its open (pending or running) steps, so this costs no query but when stopping."""
+    """Whether nothing runs and nothing more will start (a stopped run: nothing new starts)."""
     if w.row.job is None:
         return False
-    if w.row.open_steps + w.open_steps_change <= 0:
-        return True
-    if not w.row.stopping:
-        return False
-    running = w.conn.execute("SELECT EXISTS (SELECT 1 FROM resumable_steps WHERE run_pk = %s AND state = 'running')",
-                             (w.row.pk,)).fetchone()
-    return not (running and running[0])
+    got = w.conn.execute(Q.steps_over, {"pk": w.row.pk, "stopping": bool(w.row.stopping)}).fetchone()
+    return bool(got and got[0])
 
 
 def conclude(w: RunWriter) -> bool:

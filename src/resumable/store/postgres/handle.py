@@ -60,18 +60,19 @@ class PgRunHandle:
         return self.place.read(look, what=f"look for run {self._run_id}")
 
     def load(self) -> dict[str, Any] | None:
-        def catch_up(conn: Connection) -> RunState | None:
+        """The document: the numbered events, then the workers' events not numbered yet."""
+        def catch_up(conn: Connection) -> tuple[RunState | None, dict[str, Any] | None]:
             row = runstate.find_row(conn, self._run_id, lock=False)
             if row is None or row.seq == 0:
-                return None
-            return runstate.current(conn, row, self.state, self.location)
+                return None, None
+            state = runstate.current(conn, row, self.state, self.location)
+            return state, runstate.with_pending(conn, state, self.location)
 
         try:
-            self.state = self.place.read(catch_up, what=f"read run {self._run_id}")
+            self.state, doc = self.place.read(catch_up, what=f"read run {self._run_id}")
         except BaseException:
             self.state = None  # a replay that stopped half way leaves a half-built document
             raise
-        doc = self.state.doc if self.state is not None else None
         if doc is not None:
             # A newer resumable's document, or a malformed one, is refused, never handed out to be misread.
             refuse_unreadable(doc, self._run_id)
@@ -84,6 +85,9 @@ class PgRunHandle:
         return doc
 
     def history(self, since: int = 0) -> Iterator[Record]:
+        """Every numbered event after ``since``; the workers' pending events are numbered first,
+        so the history read is the whole history committed (and a later read only adds to it)."""
+        self._number_pending()
         db = self.place.ready()
         conn = db.connect()
         try:
@@ -122,8 +126,7 @@ class PgRunHandle:
             done = [e["unit"] for e in events if e.get("t") == "unit" and e.get("state") == "done"]
             if w.row.job is not None and done:
                 # Recorded done here: a worker that holds the step is fenced off, its dependents freed.
-                got = w.conn.execute(Q.mark_done, {"pk": w.row.pk, "steps": done}).fetchone()
-                w.open_steps_change -= int(got[0]) if got else 0
+                w.conn.execute(Q.mark_done, {"pk": w.row.pk, "steps": done})
             return out
 
         result: list[Any] = self.write(body, init=init, what=f"write run {self._run_id}",
@@ -201,10 +204,22 @@ class PgRunHandle:
 
     # -- changes --------------------------------------------------------------------------------
 
+    def _number_pending(self) -> None:
+        def number(conn: Connection) -> None:
+            conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR UPDATE",
+                         (self._run_id,))
+            conn.execute(Q.sequence_events, {"pk": None, "run": self._run_id, "min_tail": runstate.SNAPSHOT_MIN_TAIL})
+
+        self.place.write(number, what=f"number the events of run {self._run_id}", pipeline=True)
+
     def change_token(self) -> Hashable:
         def token(conn: Connection) -> Hashable:
             row = runstate.find_row(conn, self._run_id, lock=False)
-            return None if row is None else (row.pk, row.seq)
+            if row is None:
+                return None
+            pending = conn.execute("SELECT max(id) FROM resumable_pending_events WHERE run_pk = %s",
+                                   (row.pk,)).fetchone()
+            return row.pk, row.seq, pending[0] if pending else None
 
         return self.place.read(token, what=f"read run {self._run_id}")
 

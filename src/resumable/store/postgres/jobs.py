@@ -91,10 +91,9 @@ def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
             "INSERT INTO resumable_steps (run_pk, step, ord, spec, needs, remaining, state, epoch, attempt, worker,"
             " lease_expires, fingerprint) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [(*r[:3], Jsonb(r[3]), *r[4:11], Jsonb(r[11])) for r in rows])
-        open_steps = sum(1 for r in rows if r[6] in ("pending", "running"))
-        conn.execute("UPDATE resumable_runs SET job = %s, stopping = false, open_steps = %s WHERE pk = %s",
-                     (Jsonb(dict(options)), open_steps, w.row.pk))
-        w.row.job, w.row.stopping, w.row.open_steps, w.open_steps_change = dict(options), False, open_steps, 0
+        conn.execute("UPDATE resumable_runs SET job = %s, stopping = false WHERE pk = %s",
+                     (Jsonb(dict(options)), w.row.pk))
+        w.row.job, w.row.stopping = dict(options), False
         concluded = conclude.conclude(w)
         conn.execute(Q.notify, {"channel": WORK, "payload": run_id})
         return {"run": run_id, "run_steps": sorted(runs), "skip": len(steps) - len(runs), "concluded": concluded}

@@ -46,7 +46,7 @@ def complete(place: Place, items: Sequence[Item], more: ClaimRequest | None = No
     run_id, pk = items[0][0].run_id, items[0][0].run_pk
     batches: list[append.Batch] = []
 
-    def txn(conn: Connection) -> tuple[Answer, Any]:
+    def txn(conn: Connection) -> tuple[Answer, bool]:
         batch = append.Batch(pk, run_id)
         batches[:] = [batch]
         return Completion(conn, batch, items, more).run()
@@ -54,9 +54,9 @@ def complete(place: Place, items: Sequence[Item], more: ClaimRequest | None = No
     def probe(conn: Connection) -> bool:
         return bool(batches) and append.saved(conn, batches[0])
 
-    answer, sent = place.write(txn, what=f"record {len(items)} outcome(s) of run {run_id}", probe=probe,
+    answer, over = place.write(txn, what=f"record {len(items)} outcome(s) of run {run_id}", probe=probe,
                                pipeline=True)
-    append.follow_up(place, run_id, append.appended(sent))
+    append.follow_up(place, run_id, pk, over=over)
     out: Answer = answer
     return out
 
@@ -72,7 +72,7 @@ class Completion:
         self.more = more
         self.pk = batch.pk
 
-    def run(self) -> tuple[Answer, Any]:
+    def run(self) -> tuple[Answer, bool]:
         conn, pk = self.conn, self.pk
         done = [(c, r) for c, r, _ in self.items if r["status"] == "done"]
         others = [(c, r, p) for c, r, p in self.items if r["status"] != "done"]
@@ -82,6 +82,7 @@ class Completion:
         rows_cursor = conn.execute(Q.claimed_rows, {"pk": pk, "steps": [c.step for c, _, _ in others]}) \
             if others else None
         run_cursor = conn.execute(Q.run_of, {"pk": pk})
+        open_cursor = conn.execute(Q.open_steps, {"pk": pk, "steps": [c.step for c, _, _ in self.items]})
         failed_cursor = conn.execute(Q.failed_count, {"pk": pk}) if others else None
         limit = self.more.limit if self.more is not None else 0
         ready_cursor = conn.execute(Q.ready_steps, {"pk": pk, "run": None, "limit": limit}) if limit > 0 else None
@@ -96,6 +97,8 @@ class Completion:
                 (matched if kind == "done" else released).add(step)
         rows = {r[0]: r for r in (rows_cursor.fetchall() if rows_cursor is not None else [])}
         run = run_cursor.fetchone()
+        counts = open_cursor.fetchone()
+        others_open, others_running = (bool(counts[0]), bool(counts[1])) if counts else (True, True)
         counted = failed_cursor.fetchone() if failed_cursor is not None else None
         failed_before = int(counted[0]) if counted else 0
         ready = ready_cursor.fetchall() if ready_cursor is not None else []
@@ -109,7 +112,6 @@ class Completion:
             if claim.step in matched:
                 answers[id(claim)] = policy.Settled("done")
                 finished.append((claim, result))
-                self.batch.open_steps_change -= 1
             else:
                 stale.append((claim, result, (claim.step, None, current.get(claim.step))))
         failed_now = self._settle(others, rows, stopping, answers, finished, stale)
@@ -136,7 +138,13 @@ class Completion:
         if released - taken or any(a is not None and a.state == "pending" for a in answers.values()):
             self.batch.notify_work = True  # steps claimable by others: wake an idle worker
         settled = [answers.get(id(c)) for c, _, _ in self.items]
-        return (settled, claims), self.batch.send(conn)
+        self.batch.send(conn)
+        # Nothing of the run open once this commits: every other step finished, and these close
+        # (a concurrent last completion may see this one open: then an idle claim concludes it).
+        closing = all(a is not None and a.state != "pending" for a in answers.values()) and not claims
+        live = run is not None and run[1] == "running"
+        over = closing and live and (not others_open or (stop and not others_running))
+        return (settled, claims), over
 
     def _settle(self, others: Sequence[Item], rows: Mapping[str, Any], stopping: bool,
                 answers: dict[int, policy.Settled | None], finished: list[tuple[Claim, Mapping[str, Any]]],
@@ -159,7 +167,6 @@ class Completion:
             updates.append((claim.step, settled.state, failures, settled.retry_in))
             if settled.failed_for_good:
                 failed_now.append(claim.step)
-                self.batch.open_steps_change -= 1
         if updates:
             self.conn.execute(Q.settle_steps, {
                 "pk": self.pk, "steps": [u[0] for u in updates], "states": [u[1] for u in updates],
@@ -185,7 +192,6 @@ class Completion:
             none = [None] * len(blocked)
             self.conn.execute(Q.settle_steps, {"pk": self.pk, "steps": blocked, "failures": none, "delays": none,
                                                "states": ["dep_blocked"] * len(blocked)})
-            self.batch.open_steps_change -= len(blocked)
 
     def _attempts(self, finished: Sequence[tuple[Claim, Mapping[str, Any]]],
                   stale: Sequence[tuple[Claim, Mapping[str, Any], Any]]) -> None:
@@ -201,9 +207,12 @@ class Completion:
             self.conn.execute(Q.stale_attempts, {
                 "pk": self.pk, "steps": [c.step for c, _, _ in stale], "ns": [c.n for c, _, _ in stale],
                 "stales": [Jsonb({"status": r["status"], "exitCode": r.get("exit_code"), "at": stamp(ms=True),
-                                  "epoch": c.epoch, "currentEpoch": int(row[2]) if row and row[2] is not None else None})
-                           for c, r, row in stale],
+                                  "epoch": c.epoch, "currentEpoch": _epoch(row)}) for c, r, row in stale],
                 "logs": [r.get("log") for _, r, _ in stale]})
+
+
+def _epoch(row: Sequence[Any] | None) -> int | None:
+    return int(row[2]) if row is not None and row[2] is not None else None
 
 
 def _due_now(settled: policy.Settled | None) -> bool:

@@ -1,24 +1,64 @@
 -- The PostgreSQL store's statements on the workers' path, each under a name (`-- name --`), loaded
 -- by ``queries.py``. Parameters are named (%(name)s). Lock order, the same in every transaction:
--- step rows first (claims with FOR UPDATE SKIP LOCKED, completions by their fenced claim), the
--- run's row last, in ``append_events``, the statement that travels with the COMMIT.
+-- step rows first (claims with FOR UPDATE SKIP LOCKED, completions by their fenced claim), then
+-- the run's row, which the workers' path takes only to stop a run and to number its events.
 
 -- append_events --
--- A transaction's events get the run's next sequence numbers in the statement that travels with
--- its COMMIT: the run's row is locked from here to the end of the commit, never across a round
--- trip or client-side work. Also moves the run's counters on: open steps, failed steps, stopping.
-WITH run AS (
-    UPDATE resumable_runs SET seq = seq + cardinality(%(bodies)s::text[]),
-        open_steps = open_steps + %(open_steps_change)s, tail_bytes = tail_bytes + %(bytes)s,
-        stopping = stopping OR %(stop)s, changed_at = now()
-    WHERE pk = %(pk)s
-    RETURNING seq, open_steps, stopping, tail_bytes, snap_bytes, job
+-- A transaction's events, pending: numbered later by sequence_events (no run row is touched here).
+INSERT INTO resumable_pending_events (run_pk, tx, body)
+SELECT %(pk)s, %(tx)s, t.body FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i) ORDER BY t.i;
+
+-- lock_run --
+-- The run's row, for numbering its pending events; NULL when another process holds it (it numbers them).
+SELECT pk FROM resumable_runs WHERE pk = %(pk)s FOR UPDATE SKIP LOCKED;
+
+-- sequence_events --
+-- Under the run's row lock (the run by its row key, or by id when %(pk)s is NULL): every committed
+-- pending event gets the run's next number, in the order of its id, and moves into the history.
+-- Returns how many, the run's last number, and whether the events after its snapshot outgrew it.
+WITH target AS (
+    SELECT pk FROM resumable_runs
+    WHERE pk = coalesce(%(pk)s::bigint, (SELECT pk FROM resumable_runs WHERE id = %(run)s AND archived_at IS NULL))
+), moved AS (
+    DELETE FROM resumable_pending_events p USING target WHERE p.run_pk = target.pk RETURNING p.id, p.tx, p.body
+), numbered AS (
+    SELECT body, row_number() OVER (ORDER BY id) AS i,
+        CASE WHEN row_number() OVER (PARTITION BY tx ORDER BY id) = 1 THEN tx END AS tx
+    FROM moved
+), counted AS (
+    SELECT count(*) AS n, coalesce(sum(length(body)), 0) AS size FROM numbered
+), run AS (
+    UPDATE resumable_runs r SET seq = r.seq + c.n, tail_bytes = r.tail_bytes + c.size, changed_at = now()
+    FROM counted c, target t WHERE r.pk = t.pk AND c.n > 0
+    RETURNING r.pk, r.seq, c.n, r.tail_bytes, r.snap_bytes
 ), events AS (
     INSERT INTO resumable_events (run_pk, seq, tx, body)
-    SELECT %(pk)s, run.seq - cardinality(%(bodies)s::text[]) + t.i, CASE WHEN t.i = 1 THEN %(tx)s END, t.body
-    FROM run, unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i)
+    SELECT run.pk, run.seq - run.n + numbered.i, numbered.tx, numbered.body FROM run, numbered
 )
-SELECT seq, open_steps, stopping, tail_bytes, snap_bytes, job IS NOT NULL FROM run;
+SELECT n, seq, tail_bytes >= greatest(snap_bytes, %(min_tail)s) FROM run;
+
+-- pending_events --
+-- The committed events not numbered yet, in the order they will be numbered (a reader applies them
+-- after the numbered ones).
+SELECT id, body FROM resumable_pending_events WHERE run_pk = %(pk)s ORDER BY id;
+
+-- run_over --
+-- The run (by its row key, or by id when %(pk)s is NULL), and whether nothing of it runs and
+-- nothing more will start (a stopping run starts nothing).
+SELECT r.pk, r.status = 'running' AND r.job IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM resumable_steps s
+    WHERE s.run_pk = r.pk AND s.state IN ('pending', 'running') AND (s.state = 'running' OR NOT r.stopping))
+FROM resumable_runs r
+WHERE r.pk = coalesce(%(pk)s::bigint, (SELECT pk FROM resumable_runs WHERE id = %(run)s AND archived_at IS NULL));
+
+-- steps_over --
+-- Under the run's lock: whether none of its steps runs, and none waits to start (unless it stops).
+SELECT NOT EXISTS (SELECT 1 FROM resumable_steps
+                   WHERE run_pk = %(pk)s AND (state = 'running' OR (state = 'pending' AND NOT %(stopping)s::boolean)));
+
+-- stop_run --
+-- A step failed for good and the policy stops the run: nothing more is claimed.
+UPDATE resumable_runs SET stopping = true WHERE pk = %(pk)s;
 
 -- ready_steps --
 -- Ready steps of a running run (by its row key, or by id when %(pk)s is NULL), in the job's order,
@@ -117,6 +157,13 @@ WHERE run_pk = %(pk)s AND step = ANY(%(steps)s::text[])
 ORDER BY ord
 FOR UPDATE;
 
+-- open_steps --
+-- Whether a step of the run other than %(steps)s is open (pending or running), and whether one runs.
+SELECT EXISTS (SELECT 1 FROM resumable_steps WHERE run_pk = %(pk)s AND state IN ('pending', 'running')
+                   AND NOT (step = ANY(%(steps)s::text[]))),
+       EXISTS (SELECT 1 FROM resumable_steps WHERE run_pk = %(pk)s AND state = 'running'
+                   AND NOT (step = ANY(%(steps)s::text[])));
+
 -- failed_count --
 SELECT count(*) FROM resumable_steps WHERE run_pk = %(pk)s AND state IN ('failed', 'timeout');
 
@@ -171,8 +218,9 @@ SELECT run_pk, step FROM renewed;
 SELECT pg_notify(%(channel)s, %(payload)s);
 
 -- saved --
--- Whether a transaction whose COMMIT lost its answer wrote its events.
-SELECT 1 FROM resumable_events WHERE run_pk = %(pk)s AND tx = %(tx)s LIMIT 1;
+-- Whether a transaction whose COMMIT lost its answer wrote its events (numbered or not yet).
+SELECT 1 FROM resumable_pending_events WHERE run_pk = %(pk)s AND tx = %(tx)s
+UNION ALL SELECT 1 FROM resumable_events WHERE run_pk = %(pk)s AND tx = %(tx)s LIMIT 1;
 
 -- refresh_snapshot --
 -- A newer snapshot of the document (a pure function of the events up to its sequence number),

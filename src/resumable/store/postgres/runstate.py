@@ -29,6 +29,7 @@ from resumable.core.events import apply
 from resumable.core.model import refuse_newer, shape_problem
 from resumable.core.stamps import parse_stamp, stamp
 from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
+from resumable.store.postgres.queries import Q
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -55,14 +56,13 @@ class RunState:
 
 
 class RunRow:
-    __slots__ = ("job", "open_steps", "pk", "seq", "snap_bytes", "status", "stopping", "tail_bytes")
+    __slots__ = ("job", "pk", "seq", "snap_bytes", "status", "stopping", "tail_bytes")
 
     def __init__(self, row: Sequence[Any]) -> None:
-        (self.pk, self.seq, self.status, self.job, self.stopping, self.snap_bytes, self.tail_bytes,
-         self.open_steps) = row
+        self.pk, self.seq, self.status, self.job, self.stopping, self.snap_bytes, self.tail_bytes = row
 
 
-_ROW = "SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes, open_steps FROM resumable_runs"
+_ROW = "SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes FROM resumable_runs"
 
 
 def encode_event(event: dict[str, Any]) -> str:
@@ -126,6 +126,18 @@ def load(conn: Connection, pk: int, where: str) -> RunState:
     return state
 
 
+def with_pending(conn: Connection, state: RunState, where: str) -> dict[str, Any] | None:
+    """The document with the committed events not numbered yet applied after the numbered ones
+    (a copy: the cached state stays at its last numbered event)."""
+    pending = conn.execute(Q.pending_events, {"pk": state.pk}).fetchall()
+    if not pending:
+        return state.doc
+    doc = jsonio.loads(jsonio.dumps(state.doc)) if state.doc is not None else None
+    for event_id, body in pending:
+        doc, _ = apply(doc, decode_event(body, int(event_id), f"{where} (pending)"))
+    return doc
+
+
 def current(conn: Connection, row: RunRow, state: RunState | None, where: str) -> RunState:
     """``state`` brought up to ``row`` (catching up on the events since), or loaded afresh."""
     if state is None or state.pk != row.pk or state.seq > row.seq:
@@ -140,7 +152,10 @@ def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None, whe
     """The run's row, locked, and the document caught up to it. The events after the cached
     sequence number are asked for in the same round trip as the lock: in pipeline mode the
     statements travel together, and each runs after the one before it, so after the lock is held."""
-    rows = conn.execute(_ROW + " WHERE id = %s AND archived_at IS NULL FOR UPDATE", (run_id,))
+    conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR UPDATE", (run_id,))
+    # The workers' pending events first get their numbers (``append``), so this writer's follow them.
+    conn.execute(Q.sequence_events, {"pk": None, "run": run_id, "min_tail": SNAPSHOT_MIN_TAIL})
+    rows = conn.execute(_ROW + " WHERE id = %s AND archived_at IS NULL", (run_id,))
     tail = None
     if state is not None:
         tail = conn.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
@@ -177,7 +192,6 @@ class RunWriter:
         self.bodies: list[str] = []
         self.applied = False  # the cached document changed: forget it if the transaction fails
         self.force_snapshot = False
-        self.open_steps_change = 0  # steps that left (or entered) pending/running in this transaction
         self.first_rows: Any = None  # what the writer's ``first`` statements asked for, before the lock
 
     @property
@@ -210,11 +224,6 @@ class RunWriter:
         """Store the staged events and move the run's row on, in one statement (inside the
         caller's transaction; in pipeline mode it travels with the COMMIT)."""
         if not self.bodies:
-            if self.open_steps_change:
-                self.conn.execute("UPDATE resumable_runs SET open_steps = open_steps + %s WHERE pk = %s",
-                                  (self.open_steps_change, self.row.pk))
-                self.row.open_steps += self.open_steps_change
-                self.open_steps_change = 0
             return
         first = self.row.seq + 1
         seq = self.row.seq + len(self.bodies)
@@ -229,7 +238,7 @@ class RunWriter:
             "status": status if isinstance(status, str) else None,
             "updated": datetime.fromtimestamp(updated, UTC) if updated is not None else None,
             "tail": 0 if snapshot else tail,
-            "channel": CHANGED, "run": self.run_id, "delta": self.open_steps_change,
+            "channel": CHANGED, "run": self.run_id,
         }
         snap = ""
         if snapshot:
@@ -242,12 +251,10 @@ class RunWriter:
             " SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body"
             " FROM unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i))" + snap +
             ", run AS (UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s,"
-            " changed_at = now(), tail_bytes = %(tail)s, open_steps = open_steps + %(delta)s"
+            " changed_at = now(), tail_bytes = %(tail)s"
             + (", snap_seq = %(seq)s, snap_bytes = %(snap_bytes)s" if snapshot else "") +
             " WHERE pk = %(pk)s) SELECT pg_notify(%(channel)s, %(run)s)", params)
         self.row.seq = seq
-        self.row.open_steps += self.open_steps_change
-        self.open_steps_change = 0
         self.row.tail_bytes = params["tail"]
         if snapshot:
             self.row.snap_bytes = params["snap_bytes"]
@@ -256,8 +263,7 @@ class RunWriter:
 
     def saved(self, conn: Connection) -> bool:
         """Whether this writer's events are in the database (after a commit whose answer was lost)."""
-        row = conn.execute("SELECT 1 FROM resumable_events WHERE run_pk = %s AND tx = %s LIMIT 1",
-                           (self.row.pk, self.tx)).fetchone()
+        row = conn.execute(Q.saved, {"pk": self.row.pk, "tx": self.tx}).fetchone()
         return row is not None
 
 
