@@ -205,11 +205,13 @@ def sweep(conn: Connection, batch: append.Batch, rows: Sequence[Sequence[Any]]) 
 def renew(place: Place, worker: WorkerInfo, claims: Sequence[Claim], ttl: float) -> list[Claim]:
     """Extend the leases of ``claims`` in one statement; returns those that were lost (taken back
     after expiring)."""
-    def beat(conn: Connection) -> set[tuple[int, str]]:
-        cursor: Cursor[Any] = conn.execute(Q.renew_leases, {
+    def beat(conn: Connection) -> Cursor[Any]:
+        # Read after the commit: the statement and the COMMIT travel together (a worker stopped
+        # between them would hold its steps' rows, and no one could take them back).
+        return conn.execute(Q.renew_leases, {
             "ttl": ttl, "worker": worker.id, "pks": [c.run_pk for c in claims], "steps": [c.step for c in claims],
             "epochs": [c.epoch for c in claims]})
-        return {(int(r[0]), r[1]) for r in cursor.fetchall()}
 
-    kept = place.write(beat, what="renew the leases", patience=0)
+    cursor = place.write(beat, what="renew the leases", patience=0, pipeline=True)
+    kept = {(int(r[0]), r[1]) for r in cursor.fetchall()}
     return [c for c in claims if (c.run_pk, c.step) not in kept]

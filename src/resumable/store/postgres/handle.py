@@ -206,7 +206,7 @@ class PgRunHandle:
 
     def _number_pending(self) -> None:
         def number(conn: Connection) -> None:
-            conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR UPDATE",
+            conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR NO KEY UPDATE",
                          (self._run_id,))
             conn.execute(Q.sequence_events, {"pk": None, "run": self._run_id, "min_tail": runstate.SNAPSHOT_MIN_TAIL})
 

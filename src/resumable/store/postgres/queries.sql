@@ -10,7 +10,7 @@ SELECT %(pk)s, %(tx)s, t.body FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS
 
 -- lock_run --
 -- The run's row, for numbering its pending events; NULL when another process holds it (it numbers them).
-SELECT pk FROM resumable_runs WHERE pk = %(pk)s FOR UPDATE SKIP LOCKED;
+SELECT pk FROM resumable_runs WHERE pk = %(pk)s FOR NO KEY UPDATE SKIP LOCKED;
 
 -- sequence_events --
 -- Under the run's row lock (the run by its row key, or by id when %(pk)s is NULL): every committed

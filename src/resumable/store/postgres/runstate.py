@@ -6,7 +6,7 @@ the same way. A process keeps the document between writes (``RunState``) and onl
 other processes appended since, so a write costs the same at 10 or 100,000 units.
 
 A write through a handle (``init``, ``unit``, ``submit``, a run's conclusion: not the workers'
-claims and completions, see ``append``) holds the run's row lock (``SELECT ... FOR UPDATE`` on its
+claims and completions, see ``append``) holds the run's row lock (``SELECT ... FOR NO KEY UPDATE`` on its
 ``resumable_runs`` row) from reading the latest sequence number to committing its events: such
 writers queue on the lock and each applies its events to the latest document, so the checkpoint
 rules of ``apply`` (no demotion of done, finalize refusals) see every earlier write. The workers'
@@ -95,7 +95,7 @@ def record_line(seq: int, body: str) -> str:
 
 
 def find_row(conn: Connection, run_id: str, *, lock: bool) -> RunRow | None:
-    query = _ROW + " WHERE id = %s AND archived_at IS NULL" + (" FOR UPDATE" if lock else "")
+    query = _ROW + " WHERE id = %s AND archived_at IS NULL" + (" FOR NO KEY UPDATE" if lock else "")
     row = conn.execute(query, (run_id,)).fetchone()
     return RunRow(row) if row is not None else None
 
@@ -152,7 +152,7 @@ def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None, whe
     """The run's row, locked, and the document caught up to it. The events after the cached
     sequence number are asked for in the same round trip as the lock: in pipeline mode the
     statements travel together, and each runs after the one before it, so after the lock is held."""
-    conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR UPDATE", (run_id,))
+    conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR NO KEY UPDATE", (run_id,))
     # The workers' pending events first get their numbers (``append``), so this writer's follow them.
     conn.execute(Q.sequence_events, {"pk": None, "run": run_id, "min_tail": SNAPSHOT_MIN_TAIL})
     rows = conn.execute(_ROW + " WHERE id = %s AND archived_at IS NULL", (run_id,))
