@@ -130,7 +130,9 @@ def _run(opts: RunOptions) -> int:
             lines.append(f"{n} to run, {len(decisions) - n} to skip (dry run: nothing executed or written)")
             sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
             return 0
-        if callable(getattr(backend, "submit", None)):  # a work-queue store: steps run on workers
+        from resumable.store.backend import WorkQueue
+
+        if isinstance(backend, WorkQueue):  # a store whose steps run on workers
             from resumable.runner.submission import run_job_on
             return run_job_on(job, backend, opts)
         return execute(job, backend, handle, opts)

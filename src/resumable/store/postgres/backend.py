@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from resumable.core.model import check_run_id, newer_version
 from resumable.core.stamps import parse_stamp, stamp
 from resumable.errors import NewerFormatError, ResumableError
+from resumable.store.backend import WorkQueue
 from resumable.store.postgres import claims, jobs, outcomes, reads, runstate, schema
 from resumable.store.postgres.claims import ClaimRequest, WorkerInfo
 from resumable.store.postgres.db import host_name
@@ -33,7 +34,9 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
-class PgBackend:
+class PgBackend(WorkQueue):
+    """A PostgreSQL database of runs; it declares the ``WorkQueue`` capability."""
+
     def __init__(self, url: str, *, patience: float = 0.0) -> None:
         self.place = Place(url, patience=patience)
 
