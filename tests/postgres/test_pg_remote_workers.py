@@ -19,7 +19,7 @@ from workers import attempts, check_exactly_once, dag_job, finish, start_worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's benchmarks package
 
-from benchmarks.latency_proxy import LatencyProxy, round_trip  # noqa: E402
+from benchmarks.latency_proxy import LatencyProxy, round_trip
 
 
 def test_workers_through_a_latency_proxy_do_each_step_once(pg_url: str, pg_env: dict[str, str],

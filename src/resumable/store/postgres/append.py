@@ -67,19 +67,29 @@ def saved(conn: Connection, batch: Batch) -> bool:
 
 
 def follow_up(place: Place, run_id: str, pk: int, *, over: bool) -> None:
-    """After the commit: conclude the run when nothing of it is open (``over``: seen in the
-    transaction), else number its events when this process last did so long enough ago."""
-    if over:
-        conclude.conclude_run(place, run_id)
-        return
-    now = time.monotonic()
-    if now >= _last_numbered.get(pk, 0.0) + NUMBER_EVERY:
-        _last_numbered[pk] = now
-        number_events(place, run_id, pk)
+    """After a commit: note what is left to do for the run, done by ``tidy`` (once the worker has
+    started the steps it claimed: a step's process never waits for this)."""
+    _, was_over = place.follow_ups.get(pk, (run_id, False))
+    place.follow_ups[pk] = (run_id, was_over or over)
+
+
+def tidy(place: Place) -> None:
+    """Conclude the runs seen with nothing open; number the events of the others when this
+    process last did so long enough ago."""
+    while place.follow_ups:
+        pk, (run_id, over) = place.follow_ups.popitem()
+        if over:
+            conclude.conclude_run(place, run_id)
+            continue
+        now = time.monotonic()
+        if now >= _last_numbered.get(pk, 0.0) + NUMBER_EVERY:
+            _last_numbered[pk] = now
+            number_events(place, run_id, pk)
 
 
 def number_written(place: Place) -> None:
     """Number the events this process appended (a worker stopping): `log` is current at once."""
+    tidy(place)
     for pk, run_id in list(_written.items()):
         number_events(place, run_id, pk)
         _written.pop(pk, None)
@@ -88,17 +98,14 @@ def number_written(place: Place) -> None:
 def number_events(place: Place, run_id: str, pk: int) -> None:
     """Number the run's committed pending events (unless another process holds the run's row: it
     numbers them), tell watchers, and refresh the snapshot when the events after it outgrew it."""
-    def txn(conn: Connection) -> bool:
-        if conn.execute(Q.lock_run, {"pk": pk}).fetchone() is None:
-            return False
-        got = conn.execute(Q.sequence_events, {"pk": pk, "run": None, "min_tail": runstate.SNAPSHOT_MIN_TAIL}
-                           ).fetchone()
-        if got is None:
-            return False
-        conn.execute(Q.notify, {"channel": runstate.CHANGED, "payload": run_id})
-        return bool(got[2])
+    def txn(conn: Connection) -> Any:
+        # One round trip: the numbering, the notification, the COMMIT (read after it).
+        numbered = conn.execute(Q.sequence_events, {"pk": pk, "run": None, "min_tail": runstate.SNAPSHOT_MIN_TAIL,
+                                                       "channel": runstate.CHANGED, "payload": run_id})
+        return numbered
 
-    if place.write(txn, what=f"number the events of run {run_id}", patience=0):
+    got = place.write(txn, what=f"number the events of run {run_id}", patience=0, pipeline=True).fetchone()
+    if got is not None and got[2]:
         refresh_snapshot(place, run_id)
 
 

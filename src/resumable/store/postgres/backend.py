@@ -13,7 +13,7 @@ from resumable.core.model import check_run_id, newer_version
 from resumable.core.stamps import parse_stamp, stamp
 from resumable.errors import NewerFormatError, ResumableError
 from resumable.store.backend import WorkQueue
-from resumable.store.postgres import claims, jobs, outcomes, reads, runstate, schema
+from resumable.store.postgres import append, claims, jobs, outcomes, reads, runstate, schema
 from resumable.store.postgres.claims import ClaimRequest, WorkerInfo
 from resumable.store.postgres.db import host_name
 from resumable.store.postgres.handle import PgRunHandle
@@ -207,6 +207,11 @@ class PgBackend(WorkQueue):
         claiming up to ``more`` ready steps of the run in the same transaction."""
         request = ClaimRequest(worker, more, ttl, log_path) if more and worker and log_path else None
         return outcomes.complete(self.place, items, request)
+
+    def tidy(self) -> None:
+        """What the last claims and completions left to do: conclude a run seen with nothing open,
+        number a run's events (``append.tidy``). The worker calls it once its steps are started."""
+        append.tidy(self.place)
 
     def release(self, claim: Claim, reason: str, **kw: Any) -> bool:
         return outcomes.release(self.place, claim, reason, **kw)

@@ -106,6 +106,7 @@ def claim(place: Place, request: ClaimRequest, runs: Sequence[str] | None) -> tu
     """Up to ``request.limit`` ready steps of ``runs`` (every run when None); expired leases of
     those runs are taken back first. Returns the claims and, when fewer than asked were found, how
     many seconds until something becomes due without a notification (a backoff ends, a lease expires)."""
+    append.tidy(place)
     out: list[Claim] = []
     wake: float | None = None
     for run_id in (candidates(place) if runs is None else runs):

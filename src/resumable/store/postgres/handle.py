@@ -208,7 +208,8 @@ class PgRunHandle:
         def number(conn: Connection) -> None:
             conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR NO KEY UPDATE",
                          (self._run_id,))
-            conn.execute(Q.sequence_events, {"pk": None, "run": self._run_id, "min_tail": runstate.SNAPSHOT_MIN_TAIL})
+            conn.execute(Q.sequence_events, {"pk": None, "run": self._run_id, "min_tail": runstate.SNAPSHOT_MIN_TAIL,
+                                              "channel": runstate.CHANGED, "payload": self._run_id})
 
         self.place.write(number, what=f"number the events of run {self._run_id}", pipeline=True)
 

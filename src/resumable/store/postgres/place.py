@@ -27,6 +27,7 @@ class Place:
         self.db = Db(url, patience=patience)
         self.version: int | None = None
         self.handles: dict[str, PgRunHandle] = {}
+        self.follow_ups: dict[int, tuple[str, bool]] = {}  # run row key -> (id, seen with nothing open)
 
     @property
     def root(self) -> str:

@@ -8,17 +8,17 @@
 INSERT INTO resumable_pending_events (run_pk, tx, body)
 SELECT %(pk)s, %(tx)s, t.body FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i) ORDER BY t.i;
 
--- lock_run --
--- The run's row, for numbering its pending events; NULL when another process holds it (it numbers them).
-SELECT pk FROM resumable_runs WHERE pk = %(pk)s FOR NO KEY UPDATE SKIP LOCKED;
-
 -- sequence_events --
--- Under the run's row lock (the run by its row key, or by id when %(pk)s is NULL): every committed
--- pending event gets the run's next number, in the order of its id, and moves into the history.
--- Returns how many, the run's last number, and whether the events after its snapshot outgrew it.
+-- The run (by its row key, or by id when %(pk)s is NULL) locked, unless another transaction holds
+-- it (that one numbers them: nothing is done); then every committed pending event gets the run's
+-- next number, in the order of its id, and moves into the history. Returns how many, the run's last
+-- number, and whether the events after its snapshot outgrew it; watchers are told when there
+-- were any. (Rows another numbering moved since
+-- this statement's snapshot are skipped by the DELETE; the run's row is updated in its latest version.)
 WITH target AS (
     SELECT pk FROM resumable_runs
     WHERE pk = coalesce(%(pk)s::bigint, (SELECT pk FROM resumable_runs WHERE id = %(run)s AND archived_at IS NULL))
+    FOR NO KEY UPDATE SKIP LOCKED
 ), moved AS (
     DELETE FROM resumable_pending_events p USING target WHERE p.run_pk = target.pk RETURNING p.id, p.tx, p.body
 ), numbered AS (
@@ -35,7 +35,7 @@ WITH target AS (
     INSERT INTO resumable_events (run_pk, seq, tx, body)
     SELECT run.pk, run.seq - run.n + numbered.i, numbered.tx, numbered.body FROM run, numbered
 )
-SELECT n, seq, tail_bytes >= greatest(snap_bytes, %(min_tail)s) FROM run;
+SELECT n, seq, tail_bytes >= greatest(snap_bytes, %(min_tail)s), pg_notify(%(channel)s, %(payload)s) FROM run;
 
 -- pending_events --
 -- The committed events not numbered yet, in the order they will be numbered (a reader applies them

@@ -154,7 +154,8 @@ def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None, whe
     statements travel together, and each runs after the one before it, so after the lock is held."""
     conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR NO KEY UPDATE", (run_id,))
     # The workers' pending events first get their numbers (``append``), so this writer's follow them.
-    conn.execute(Q.sequence_events, {"pk": None, "run": run_id, "min_tail": SNAPSHOT_MIN_TAIL})
+    conn.execute(Q.sequence_events, {"pk": None, "run": run_id, "min_tail": SNAPSHOT_MIN_TAIL, "channel": CHANGED,
+                                      "payload": run_id})
     rows = conn.execute(_ROW + " WHERE id = %s AND archived_at IS NULL", (run_id,))
     tail = None
     if state is not None:
