@@ -254,7 +254,7 @@ def attempt_count(doc: dict[str, Any]) -> int:
     return n
 
 
-if __name__ == "__main__":  # python tests/status_fixtures.py docs/report.png
+if __name__ == "__main__":  # python tests/status_fixtures.py report.png (the docs picture: scripts/docs-pictures)
     import subprocess
     import sys
     import tempfile

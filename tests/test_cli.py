@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ["run", "status", "report", "log", "rerun", "reconcile", "doctor", "completion",
             "init", "unit", "phase", "get", "resume", "item", "resolve", "validation", "finalize", "gc",
             "checkpoint", "guard", "submit", "worker", "db", "export", "import"]
+
+
 def _subcommands() -> list[tuple[str, str]]:
     """(group, subcommand) for every command that is a group of commands (checkpoint, guard, db)."""
     import click

@@ -13,7 +13,7 @@ import pytest
 
 from corehelpers import RESUMABLE, assert_error, cli, needs, ok, tree
 from resumable.cli.main import LAZY_COMMANDS
-from resumable.cli.startup import SEED_VERBS
+from resumable.cli.startup import LOW_LEVEL_VERBS
 
 JOB = """
 [job]
@@ -75,7 +75,7 @@ def project(tmp_path: Path) -> Path:
 
 def test_commands_complete(project: Path) -> None:
     offered = values("resumable ", cwd=project)
-    assert set(offered) == {*SEED_VERBS, *LAZY_COMMANDS}
+    assert set(offered) == {*LOW_LEVEL_VERBS, *LAZY_COMMANDS}
     assert values("resumable st", cwd=project) == ["status"]
     assert values("resumable re", cwd=project) == ["report", "rerun", "reconcile", "resume", "resolve"]  # as --help
 
@@ -151,6 +151,19 @@ def test_step_ids_complete_for_explain(project: Path, tmp_path: Path) -> None:
     other.write_text('[steps.only]\nrun = "true"\n')
     assert values(f"resumable run {other} --explain ", cwd=project) == ["only"]
     assert values("resumable run --step a:true --step b:false --explain ", cwd=project) == ["a", "b"]
+
+
+def test_step_ids_complete_as_targets(project: Path, tmp_path: Path) -> None:
+    assert values("resumable run ", cwd=project) == ["fetch", "load", "load.more"]
+    assert values("resumable run load ", cwd=project) == ["fetch", "load", "load.more"]
+    assert values("resumable run -j 2 fe", cwd=project) == ["fetch"]
+    other = tmp_path / "other.toml"
+    other.write_text('[steps.only]\nrun = "true"\n')
+    assert values(f"resumable run {other} ", cwd=project) == ["only"]
+    assert complete("resumable run ./oth", cwd=project) == [("file", "./oth")]
+    deep = project / "sub" / "deeper"
+    deep.mkdir(parents=True)
+    assert values("resumable run lo", cwd=deep) == ["load", "load.more"]  # the job file found walking up
 
 
 def test_a_bad_job_file_offers_nothing_and_says_nothing(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import click
 import pytest
 
 from resumable import errors
-from resumable.cli import seed
+from resumable.cli import lowlevel
 from resumable.cli.main import main
 from resumable.view import discovery
 
@@ -70,10 +70,10 @@ def test_anything_reaching_a_seed_verb_is_one_line(
     exc: BaseException, expected: int, fragment: str, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def boom(args: seed.Args) -> None:
+    def boom(args: lowlevel.Args) -> None:
         raise exc
 
-    monkeypatch.setitem(seed.HANDLERS, "get", boom)
+    monkeypatch.setitem(lowlevel.HANDLERS, "get", boom)
     check_one_line(capsys, main(["get", "r"]), expected, fragment)
 
 
@@ -92,10 +92,10 @@ def test_anything_reaching_a_click_command_is_one_line(
 
 
 def test_a_broken_pipe_is_silent(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(args: seed.Args) -> None:
+    def boom(args: lowlevel.Args) -> None:
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
-    monkeypatch.setitem(seed.HANDLERS, "get", boom)
+    monkeypatch.setitem(lowlevel.HANDLERS, "get", boom)
     assert main(["get", "r"]) == 1
     assert capsys.readouterr().err == ""
 

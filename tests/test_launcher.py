@@ -11,12 +11,12 @@ from pathlib import Path
 
 from corehelpers import RESUMABLE, cli, ok
 from resumable import __version__
-from resumable.cli.startup import SEED_VERB_MUST_NOT_IMPORT
+from resumable.cli.startup import LOW_LEVEL_VERB_MUST_NOT_IMPORT
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # The start-up rule, written once in the package (cli/startup.py).
-HEAVY = SEED_VERB_MUST_NOT_IMPORT
+HEAVY = LOW_LEVEL_VERB_MUST_NOT_IMPORT
 
 
 def _imported(*args: str, runs: Path) -> set[str]:
@@ -57,7 +57,7 @@ def test_get_of_a_small_run_does_not_load_orjson(tmp_path: Path) -> None:
     ok(cli("init", "r", "--task", "t", "--units", "a,b", runs=runs))
     for args in (("get", "r"), ("get", "r", "--summary")):
         extra = _imported(*args, runs=runs)
-        assert "orjson" not in extra and "resumable.cli.seed" in extra
+        assert "orjson" not in extra and "resumable.cli.lowlevel" in extra
 
 
 def test_help_version_and_python_dash_m(tmp_path: Path) -> None:

@@ -161,3 +161,13 @@ def test_summary_is_null_safe() -> None:
                  "blocked": ["d"], "dep_blocked": ["e"], "in_progress": ["f"], "updatedAt": None}
     for bad_units in (None, [], "x", 3):
         assert summary({"units": bad_units})["total"] == 0
+
+
+def test_next_attempt_number_is_one_above_the_highest_recorded() -> None:
+    from resumable.core.model import next_attempt_number
+
+    assert next_attempt_number({"attempts": [{"n": 1}, {"n": 3}, {"n": 2}]}) == 4
+    assert next_attempt_number({"status": "pending"}) == 1
+    # Null-safe: a malformed unit, attempt list or attempt, or a boolean n, counts for nothing.
+    for unit in (None, "x", {"attempts": None}, {"attempts": ["x", None, {"n": "2"}, {"n": True}, {}]}):
+        assert next_attempt_number(unit) == 1

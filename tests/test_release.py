@@ -79,7 +79,8 @@ def test_a_missing_psycopg_names_the_distribution(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` now raises ImportError
     with pytest.raises(UsageError) as info:
         connect_backend("postgresql://u@127.0.0.1:9/db")
-    assert str(info.value) == f"the PostgreSQL store needs psycopg: pip install '{DIST}[postgres]'"
+    assert str(info.value) == (f"the PostgreSQL store needs psycopg, which is not installed: pip install"
+                               f" '{DIST}[postgres]' (from a checkout: pip install '.[postgres]')")
 
 
 def test_the_changelog_starts_with_this_version() -> None:

@@ -262,8 +262,8 @@ def test_browser_virtualises_thousands_of_rows(tmp_path: Path) -> None:
     assert int(attrs["rendered-rows"]) < 100
 
 
-def test_readme_screenshot_exists() -> None:
-    png = Path(__file__).resolve().parent.parent / "docs" / "report.png"
+def test_docs_screenshot_exists() -> None:
+    png = Path(__file__).resolve().parent.parent / "docs" / "images" / "report.png"  # scripts/docs-pictures
     assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

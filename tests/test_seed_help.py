@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from corehelpers import cli, ok
-from resumable.cli.seed import OPTIONS
+from resumable.cli.lowlevel import OPTIONS
 
 USAGE = {
     "init": "Usage: resumable init <run> --task TEXT",

@@ -129,6 +129,22 @@ def test_pieces_decode_as_a_whole_parse() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.dictionaries(st.text(max_size=6), values, min_size=1, max_size=12), st.integers(1, 300))
+def test_a_pick_keeps_of_each_unit_what_it_returns(units: dict[str, Any], chunk: int) -> None:
+    doc = big_doc(units)
+    data = snapshot.encode(doc, 5, 77, big=True)
+
+    def pick(uid: str, unit: Any) -> Any:
+        return None if len(uid) % 2 else ("kept", unit)
+
+    got = snapshot.decode_chunked(lambda offset, size: data[offset : offset + size], chunk, pick)
+    assert got is not None
+    whole = snapshot.decode(data).doc
+    assert got[0].doc["units"] == {k: ("kept", u) for k, u in whole["units"].items() if not len(k) % 2}
+    assert {k: v for k, v in got[0].doc.items() if k != "units"} == {k: v for k, v in whole.items() if k != "units"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), values, min_size=1, max_size=12), st.integers(1, 300))
 def test_any_units_decode_as_a_whole_parse(units: dict[str, Any], chunk: int) -> None:
     data = snapshot.encode(big_doc(units), 5, 77, big=True)
     assert loaded_answer(data, chunk) == decode_answer(data)

@@ -390,7 +390,8 @@ def test_watch_refreshes_until_the_run_ends(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_watch_of_an_ended_run_prints_once(runs: Path) -> None:
-    r = status("--dir", str(runs), "--watch", "run-old")
+    # --wait 0: not waiting for its next session (tests/runner/test_watch_wait.py waits for one).
+    r = status("--dir", str(runs), "--watch", "--wait", "0", "run-old")
     assert r.exit_code == 0 and "converged" in r.stdout and "── " not in r.stdout
 
 

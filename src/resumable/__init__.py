@@ -48,6 +48,12 @@ if TYPE_CHECKING:
     from resumable.errors import StoreError as StoreError
 
 
+def __dir__() -> list[str]:
+    """What ``dir()``, ``help()`` and an editor's completion list: the names loaded so far and the
+    ones that load on first use, without loading them."""
+    return sorted({*globals(), *_EXPORTS})
+
+
 def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:

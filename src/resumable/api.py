@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any, ParamSpec, TypeVar, overload
 
-    from resumable.core.types import Summary
+    from resumable.core.types import Event, Summary
     from resumable.durable.attempts import StepFailed
     from resumable.durable.codec import Serializer
     from resumable.runner.options import RunOptions
@@ -36,22 +36,19 @@ if TYPE_CHECKING:
 
     P = ParamSpec("P")
     R = TypeVar("R")
-else:
-    def overload(fn):  # typing is not imported at run time (start-up cost); the last definition wins
-        return fn
 
 __all__ = ["Run", "find_runs_dir", "gc", "open_run", "read_doc", "run_job"]
 
 validate_launch = verbs.validate_launch
 
-# runner.process.TOKEN_ENV (not imported: it would load subprocess on every seed verb): the
+# runner.process.TOKEN_ENV (not imported: it would load subprocess on every low-level verb): the
 # runner's secret, in the environment of every step it starts.
 RUNNER_TOKEN_ENV = "RESUMABLE_RUNNER_TOKEN"
 
 
 def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
     """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else the nearest ``.resumable/runs`` (or
-    the seed's ``.ulpi/runs``) walking up from the current directory, as git finds ``.git``, else
+    ulpi's ``.ulpi/runs``) walking up from the current directory, as git finds ``.git``, else
     ``./.resumable/runs``."""
     from pathlib import Path
 
@@ -68,7 +65,7 @@ class Run:
     def __init__(self, handle: RunHandle, backend: Backend | None = None, *, by_path: bool = False) -> None:
         self.handle = handle
         self.backend = backend
-        self._by_path = by_path  # opened by a .json path (the seed's form), not by run id
+        self._by_path = by_path  # opened by a .json path (ulpi's form), not by run id
 
     @property
     def run_id(self) -> str:
@@ -136,7 +133,7 @@ class Run:
         return [{"seq": r.seq, **r.event} for r in self.handle.history(since)]
 
     # -- writes --
-    def _commit(self, event: dict[str, Any], *, lazy_view: bool = False) -> Any:
+    def _commit(self, event: Event, *, lazy_view: bool = False) -> Any:
         return self.handle.commit([event], lazy_view=lazy_view)[0]
 
     def _refuse_under_a_runner(self, verb: str) -> None:
@@ -257,7 +254,7 @@ class Run:
         all_units: bool = False,
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        """Trust git over the checkpoint (the seed pipeline's Task-Id reconciliation): every selected
+        """Trust git over the checkpoint (ulpi's autonomous-pipeline Task-Id reconciliation): every selected
         unit (default all) whose ``Task-Id:`` trailer is on a commit reachable from ``ref`` (default
         the run's ``pipeline.integrationRef``, else HEAD) becomes done with the note
         ``reconciled-from-trailer:<sha>``; a done unit with no such commit gets an open blocker
@@ -280,20 +277,22 @@ class Run:
         return {**plan.summary(), "warnings": list(plan.warnings)}
 
     # -- durable steps (resumable.durable) --
-    @overload
-    def step(self, fn: Callable[P, R], /, *, name: str | None = None, key: Callable[..., object] | None = None,
-             version: str | int | None = None, serializer: str | Serializer = "json", retries: int = 0,
-             backoff: float = 1.0, retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-             retry_failed: bool = True) -> Callable[P, R]: ...
+    if TYPE_CHECKING:  # the overloads are for type checkers: typing is not imported at run time (start-up)
+        @overload
+        def step(self, fn: Callable[P, R], /, *, name: str | None = None,
+                 key: Callable[..., object] | None = None, version: str | int | None = None,
+                 serializer: str | Serializer = "json", retries: int = 0, backoff: float = 1.0,
+                 retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+                 retry_failed: bool = True) -> Callable[P, R]: ...
 
-    @overload
-    def step(self, fn: None = None, /, *, name: str | None = None,  # noqa: F811
-             key: Callable[..., object] | None = None,
-             version: str | int | None = None, serializer: str | Serializer = "json", retries: int = 0,
-             backoff: float = 1.0, retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-             retry_failed: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+        @overload
+        def step(self, fn: None = None, /, *, name: str | None = None,
+                 key: Callable[..., object] | None = None, version: str | int | None = None,
+                 serializer: str | Serializer = "json", retries: int = 0, backoff: float = 1.0,
+                 retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+                 retry_failed: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
-    def step(self, fn: Any = None, /, *, name: str | None = None, key: Any = None,  # noqa: F811
+    def step(self, fn: Any = None, /, *, name: str | None = None, key: Any = None,
              version: Any = None,
              serializer: Any = "json", retries: int = 0, backoff: float = 1.0, retry_on: Any = Exception,
              retry_failed: bool = True) -> Any:
@@ -402,8 +401,10 @@ def gc(runs_dir: str | os.PathLike[str] | None = None, keep_days: float = 7, *,
        store_url: str | None = None) -> tuple[int, str]:
     """Archive done/aborted runs older than ``keep_days``; returns (count, archive dir), count -1
     when there is no runs directory."""
-    if keep_days < 0 or keep_days != keep_days:
-        raise InvalidInputError("--keep-days must be a non-negative number")
+    from resumable.core.durations import MAX_DAYS
+
+    if not 0 <= keep_days <= MAX_DAYS:  # NaN fails both; a cutoff past the bound overflows timestamps
+        raise InvalidInputError(f"--keep-days must be a non-negative number, at most {MAX_DAYS}")
     result = store.open_backend(runs_dir, url=store_url).gc(keep_days)
     return result.moved, result.archive
 

@@ -43,39 +43,6 @@ def _before(op: str, path: str) -> None:
         _hook(op, path)
 
 
-def install_from_env() -> None:
-    """Let a child process inherit a fault plan: ``RESUMABLE_FAULT=op:k:errno[:persist]`` makes
-    the k-th call of that op (``any`` for every op) raise; ``op:k:kill`` SIGKILLs the process."""
-    spec = os.environ.get("RESUMABLE_FAULT")
-    if not spec:
-        return
-    parts = spec.split(":")
-    if len(parts) < 3:
-        return
-    want_op, k_text, action = parts[0], parts[1], parts[2]
-    persist = len(parts) > 3 and parts[3] == "persist"
-    try:
-        k = int(k_text)
-    except ValueError:
-        return
-    seen = 0
-
-    def hook(op: str, path: str) -> None:
-        nonlocal seen
-        if want_op not in ("any", op):
-            return
-        seen += 1
-        if seen == k or (persist and seen > k):
-            if action == "kill":
-                import signal
-
-                os.kill(os.getpid(), signal.SIGKILL)
-            code = getattr(errno, action, errno.EIO)
-            raise OSError(code, os.strerror(code), path)
-
-    set_fault_hook(hook)
-
-
 def open_fd(path: str, flags: int, mode: int = 0o644) -> int:
     if flags & (os.O_CREAT | os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC):
         _before("open", path)

@@ -2,8 +2,9 @@
 
     python clusterscript.py SCHEDULER RUNS_DIR RUN N SUBMIT_LOG EXEC_LOG [finish]
 
-Submissions are counted by ``counting.Counting`` into SUBMIT_LOG; every execution of the step
-appends "<pid> <item> <time>" to EXEC_LOG (items.log_execution).
+Submissions are counted by ``counting.Counting`` into SUBMIT_LOG (with ``EXECUTOR=client``, the map
+is given the cluster's own executor, and the test counts what reaches the scheduler instead); every
+execution of the step appends "<pid> <item> <time>" to EXEC_LOG (items.log_execution).
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ if __name__ == "__main__":
 
     cloudpickle.register_pickle_by_value(items)  # the cluster's workers do not have this directory
     with Client(SCHEDULER, timeout=30) as client:
-        results = run.map(work, range(int(N)), executor=Counting(client.get_executor(), SUBMIT_LOG),
-                          progress=False)
+        executor = client.get_executor()
+        if os.environ.get("EXECUTOR") != "client":
+            executor = Counting(executor, SUBMIT_LOG)
+        results = run.map(work, range(int(N)), executor=executor, progress=False)
     assert results == [compute(i) for i in range(int(N))], "a result differs from a fresh computation"
     if sys.argv[7:] == ["finish"]:
         print(run.finish())

@@ -59,7 +59,7 @@ def fresh(url: str) -> None:
     run = resumable.open_run("r", store_url=url)
     if run.exists():
         clean(url)
-    run.init("t")
+    run.init("t")  # the first init on the module's database creates the schema
     run.close()
 
 

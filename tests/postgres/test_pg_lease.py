@@ -19,7 +19,7 @@ from resumable.store.postgres.lease import PROBE_GRACE
 def backend(pg_url: str) -> PgBackend:
     clean(pg_url)
     found = PgBackend(pg_url)
-    found.ready()
+    found.ready(migrate=True)
     return found
 
 

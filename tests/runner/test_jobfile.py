@@ -52,6 +52,8 @@ env = { B = 2 }
 cwd = "sub"
 inputs = ["src.c"]
 """)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "src.c").write_text("int x;\n")
     job = load_job_file(p)
     fetch, build = job.steps
     assert job.name == "j"
@@ -164,20 +166,29 @@ run = 5
 needs = ["zz"]
 [steps.c]
 retries = -1
+[steps.combine]
+run = "x"
+[steps.d]
+run = "x"
+needs = ["combin"]
+inputs = ["data/typo.csv", "data/*.csv"]
 """)
     with pytest.raises(JobFileError) as e:
         load_job_file(p)
     assert e.value.problems == [
-        f"{p}:2: [job] retry: unknown key 'retry'; known: backoff, cwd, env, grace, jitter, name, reconcile, retries,"
-        " shell, timeout",
-        f"{p}:5: [steps.a] timeuot: unknown key 'timeuot'; known: artifacts, backoff, cwd, env, grace,"
-        " inputs, jitter, log, needs, retries, run, shell, timeout",
+        f"{p}:2: [job] retry: unknown key 'retry' (did you mean 'retries'?); known: backoff, cwd, env, grace,"
+        " jitter, name, reconcile, retries, shell, timeout",
+        f"{p}:5: [steps.a] timeuot: unknown key 'timeuot' (did you mean 'timeout'?); known: artifacts, backoff,"
+        " cwd, env, grace, inputs, jitter, log, needs, retries, run, shell, timeout",
         f"{p}:7: [steps.b] run: expected a command string or a non-empty list of strings",
         f"{p}:8: [steps.b] needs: unknown step 'zz' in needs",
         f"{p}:9: [steps.c]: missing run = \"command\" (or a list for argv)",
         f"{p}:10: [steps.c] retries: expected an integer >= 0, got -1",
+        f"{p}:15: [steps.d] needs: unknown step 'combin' in needs (did you mean 'combine'?)",
+        f"{p}:16: [steps.d] inputs: input not found: 'data/typo.csv', 'data/*.csv' (no such file or"
+        " directory, and no step declares it as an artifact)",
     ]
-    assert str(e.value).startswith(f"{p}: 6 problems: {p}:2: [job] retry")
+    assert str(e.value).startswith(f"{p}: 8 problems: {p}:2: [job] retry")
 
 
 def test_problems_are_capped(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from seedhelpers import SeedWriter, js_digest
 
 from corehelpers import RESUMABLE, assert_error, ok, records, tree
-from resumable.store.files import seed_events
+from resumable.store.files import ulpi_eventlog
 
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:05:00Z"
@@ -82,7 +82,7 @@ def journal(project: Path) -> list[dict[str, Any]]:
 
 
 def test_the_fixture_hashes_are_the_seeds() -> None:
-    assert seed_events.digest(SEED_DOC) == js_digest(SEED_DOC)
+    assert ulpi_eventlog.digest(SEED_DOC) == js_digest(SEED_DOC)
 
 
 def test_a_snapshot_one_event_behind_reads_as_the_log(project: Path) -> None:
@@ -290,7 +290,7 @@ def test_without_a_log_a_load_costs_one_failed_lstat(project: Path, monkeypatch:
     assert seen == [files.events]
     # ...and imports nothing for it (hashlib & co. stay out of a seed verb's start-up).
     code = ("import sys; from resumable.store.files.loader import read_doc; read_doc(sys.argv[1]);"
-            " print(any(m.endswith(('seed_adopt', 'seed_events')) for m in sys.modules))")
+            " print(any(m.endswith(('ulpi_adoption', 'ulpi_eventlog')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, str(files.snapshot)], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
@@ -322,7 +322,7 @@ def test_a_long_lived_writer_notices_the_log_growing(project: Path) -> None:
     handle = store.open_path(runs(project) / "demo.json")
     try:
         handle.commit([verbs.unit("c", "in_progress")])
-        writer.doc = seed_events.replay(writer.snapshot).doc  # the seed replays its log, appends,
+        writer.doc = ulpi_eventlog.replay(writer.snapshot).doc  # the seed replays its log, appends,
         writer.transition("set", ["phases", "ship"], {"status": "done"}, snapshot=False)  # crashes
         handle.commit([verbs.unit("c", "done")])
     finally:

@@ -16,7 +16,7 @@ from seedhelpers import SeedWriter, js_digest
 
 from corehelpers import needs
 from resumable.errors import CorruptRunError, StoreError
-from resumable.store.files.seed_events import (
+from resumable.store.files.ulpi_eventlog import (
     TransitionError,
     apply_event,
     compare,

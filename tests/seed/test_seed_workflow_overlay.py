@@ -16,6 +16,7 @@ from resumable.view.workflow import (
     NO_OVERLAY_HINT,
     WorkflowStatus,
     divergence,
+    js_relative_time,
     overlay_json,
     overlay_lines,
     parse_journal,
@@ -23,7 +24,6 @@ from resumable.view.workflow import (
     project_slug,
     read_workflow_status,
     resolve_claude_dir,
-    seed_rel,
 )
 
 T0 = 1_780_000_000  # seconds; every fixture journal gets an explicit mtime
@@ -396,4 +396,4 @@ def test_control_characters_from_the_journal_are_escaped() -> None:
                                             (47 * 3600 + 59 * 60, "47h 59m ago"), (48 * 3600, "2d ago"),
                                             (-5, "0s ago")])
 def test_seed_relative_time(secs: float, text: str) -> None:
-    assert seed_rel(T0 - secs, T0) == text
+    assert js_relative_time(T0 - secs, T0) == text

@@ -40,3 +40,13 @@ def states(doc: RunDocument) -> dict[str, UnitState]:
 
 def batch() -> list[Event]:
     return [retried("build", 2), finished(), {"t": "resolve", "ids": ["step-failed:build"]}]
+
+
+def from_the_verbs() -> list[Event]:
+    """What ``core.verbs`` builds is typed by kind: its keys are checked where it is read."""
+    from resumable.core import verbs
+
+    done = verbs.unit("build", "done", note="ok")
+    state: UnitState = done["state"]
+    closing = verbs.finalize("done", f"{done['unit']} {state}")
+    return [done, closing, verbs.invalidate("build", "the command changed"), verbs.phase("test", "running")]

@@ -1,8 +1,8 @@
-"""``resumable checkpoint ...``: the seed's ``checkpoint_manager.py`` verbs, flags and JSON, plus
+"""``resumable checkpoint ...``: OmniNode's ``checkpoint_manager.py`` verbs, flags and JSON, plus
 ``resume-point`` and ``show``. Parse, call ``resumable.ledger``, print; nothing else lives here.
 
 JSON goes to stdout: success payloads pretty-printed (indent 2), error payloads compact
-``{"success": false, "error": ...}`` as the seed's. Exit codes are the seed's: ``write`` exits 0
+``{"success": false, "error": ...}`` as OmniNode's. Exit codes are OmniNode's: ``write`` exits 0
 even when it fails (callers treat writes as non-blocking and read ``success``) unless ``--strict``;
 ``read``/``validate``/``list``/``resume-point`` exit 0 on success (a valid checkpoint, for
 validate) and 1 otherwise.
@@ -28,15 +28,15 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _pretty(data: dict[str, Any]) -> None:
-    import json
+    from resumable.core import jsonio
 
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.write(jsonio.stdlib_dumps(data, indent=2, default=str) + "\n")
 
 
 def _compact(data: dict[str, Any]) -> None:
-    import json
+    from resumable.core import jsonio
 
-    sys.stdout.write(json.dumps(data, default=str) + "\n")
+    sys.stdout.write(jsonio.stdlib_dumps(data, default=str) + "\n")
 
 
 def _fail(message: str, code: int, *, stderr: bool = True, **extra: Any) -> int:
@@ -60,7 +60,7 @@ def _base(base_dir: str | None) -> str | None:
 
 
 def _phase_error(phase: str, phases_file: str | None) -> str | None:
-    """The seed's JSON message for a phase outside the list (click's Choice would print usage)."""
+    """OmniNode's JSON message for a phase outside the list (click's Choice would print usage)."""
     from resumable.ledger.api import schema_of
 
     phases = schema_of(phases_file).phases
@@ -90,7 +90,7 @@ def _say(message: str) -> None:
 
 @checkpoint_command.command("write")
 @click.option("--ticket-id", required=True, help="Ticket id: 1-64 of A-Z a-z 0-9 . _ -")
-@click.option("--run-id", required=True, help="Pipeline run id: a UUID, or a short id (mapped to the seed's UUIDv5).")
+@click.option("--run-id", required=True, help="Pipeline run id: a UUID, or a short id (mapped to OmniNode's UUIDv5).")
 @click.option("--phase", required=True, help="Phase that completed.")
 @click.option("--attempt", metavar="N", help="Attempt number; omitted: the next free one, claimed atomically.")
 @click.option("--repo-commit-map", default="{}", metavar="JSON",
@@ -98,17 +98,17 @@ def _say(message: str) -> None:
 @click.option("--artifact-paths", default="[]", metavar="JSON", help="JSON array of relative artifact paths.")
 @click.option("--payload", default="{}", metavar="JSON", help="JSON object with the phase's payload fields.")
 @click.option("--timestamp", metavar="ISO", help="Completion time, ISO-8601 with a timezone (default: now).")
-@click.option("--strict", is_flag=True, help="Exit 1 when the write fails (default: exit 0, as the seed).")
+@click.option("--strict", is_flag=True, help="Exit 1 when the write fails (default: exit 0, as OmniNode's).")
 @_common
 def write_command(ticket_id: str, run_id: str, phase: str, attempt: str | None, repo_commit_map: str,
                   artifact_paths: str, payload: str, timestamp: str | None, strict: bool, base_dir: str | None,
                   phases_file: str | None) -> None:
     """Record that a phase completed (never overwrites: a new attempt is a new file)."""
-    import json
+    from resumable.core import jsonio
 
     code = 1 if strict else 0
     try:
-        parsed = [json.loads(text) if text else default
+        parsed = [jsonio.stdlib_loads(text) if text else default
                   for text, default in ((repo_commit_map, {}), (artifact_paths, []), (payload, {}))]
     except (ValueError, RecursionError) as exc:
         raise SystemExit(_fail(f"Invalid JSON argument: {exc}", code)) from None
@@ -196,7 +196,7 @@ def validate_command(ticket_id: str, run_id: str, phase: str, root: str | None, 
     except ResumableError as exc:
         raise SystemExit(_fail(f"Validate failed: {exc}", 1, is_valid=False)) from None
     except Exception as exc:
-        # Every validate answer carries is_valid (the seed's lacked it on an exception); the defect
+        # Every validate answer carries is_valid (OmniNode's lacked it on an exception); the defect
         # itself still reaches the error table, as one line.
         _compact({"is_valid": False, "success": False, "error": f"Validate failed: {type(exc).__name__}"})
         raise

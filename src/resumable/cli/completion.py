@@ -6,12 +6,13 @@ Completion goes through click's protocol: the script a shell loads calls ``resum
 even though it carries no arguments). Besides commands and options, it completes:
 
 - run ids, for every RUN argument (``status``, ``report``, ``log``, ``reconcile``, ``rerun`` and
-  the seed verbs), from the names of the ``*.json`` files in the runs directory (``--dir`` typed
+  the low-level verbs), from the names of the ``*.json`` files in the runs directory (``--dir`` typed
   earlier on the line, else found as every command finds it): a directory listing, nothing loaded,
   so a runs directory of thousands of large runs completes at once;
-- a seed verb's state words (``unit r a <TAB>``: the unit states; ``finalize r <TAB>``: ...);
-- step ids for ``resumable run --explain``, from the job file's ``[steps.*]`` tables (or the
-  ``--step ID:COMMAND`` flags typed before it).
+- a low-level verb's state words (``unit r a <TAB>``: the unit states; ``finalize r <TAB>``: ...);
+- step ids for ``resumable run`` (its targets, ``resumable run [JOBFILE] STEP...``) and for its
+  ``--explain``, from the job file's ``[steps.*]`` tables (the job file typed first, else
+  ``resumable.toml`` found walking up), or the ``--step ID:COMMAND`` flags typed before them.
 
 A completion never prints an error: whatever goes wrong (no runs directory, an unreadable job
 file), it offers nothing and the shell falls back to its own completion.
@@ -41,8 +42,8 @@ Load it from your shell's start-up file:
   zsh  (~/.zshrc):    eval "$(resumable completion zsh)"
   fish:               resumable completion fish > ~/.config/fish/completions/resumable.fish
 
-Commands, options, run ids (from the runs directory), seed verbs' states and the step ids of
-`resumable run --explain` then complete with TAB.
+Commands, options, run ids (from the runs directory), low-level verbs' states and the step ids of
+`resumable run` (targets and --explain) then complete with TAB.
 """
 
 
@@ -108,7 +109,14 @@ def step_ids(jobfile: str | None, steps: tuple[str, ...] | list[str] | None) -> 
     import stat
     import tomllib
 
-    path = jobfile or "resumable.toml"
+    if jobfile is None:
+        from resumable.runner.joblocate import find_job_file
+
+        found = find_job_file("resumable.toml")
+        if found is None:
+            return []
+        jobfile = str(found)
+    path = jobfile
     # Never block on a FIFO planted under the job file's name; never parse something huge.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -129,18 +137,37 @@ def step_ids(jobfile: str | None, steps: tuple[str, ...] | list[str] | None) -> 
     return sorted(k for k in found if isinstance(found[k], dict)) if isinstance(found, dict) else []
 
 
+def _typed_jobfile(ctx: click.Context) -> str | None:
+    """The job file typed on the line so far: the first positional argument if it is one
+    (``RunOptions.split_args``). An option's incomplete value stops click's parse before the
+    positionals: they are then still among the extra args."""
+    from resumable.runner.options import RunOptions
+
+    typed = tuple(ctx.params.get("args") or ()) or tuple(a for a in ctx.args if not a.startswith("-"))
+    return RunOptions.split_args(typed, bool(ctx.params.get("steps")))[0]
+
+
 def complete_step(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """``shell_complete`` of ``resumable run --explain STEP``. The option's value being incomplete
-    stops click's parse before the positional JOBFILE: it is then still among the extra args."""
-    jobfile = ctx.params.get("jobfile") or next((a for a in ctx.args if not a.startswith("-")), None)
+    """``shell_complete`` of ``resumable run --explain STEP``."""
     try:
-        return _items(step_ids(jobfile, ctx.params.get("steps")), incomplete)
+        return _items(step_ids(_typed_jobfile(ctx), ctx.params.get("steps")), incomplete)
     except Exception:
         return []
 
 
-def _seed_positionals(verb: str) -> list[tuple[str, ...] | None]:
-    """What each positional argument of a seed verb completes to: "run" (run ids), "dir" (a
+def complete_target(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """``shell_complete`` of ``resumable run [JOBFILE] [STEP]...``: step ids of the job file (typed
+    first, else found walking up); a word that looks like a path is left to the shell."""
+    if not ctx.params.get("args") and ("/" in incomplete or incomplete.startswith(".")):
+        return _as_path(incomplete)
+    try:
+        return _items(step_ids(_typed_jobfile(ctx), ctx.params.get("steps")), incomplete)
+    except Exception:
+        return []
+
+
+def _verb_positionals(verb: str) -> list[tuple[str, ...] | None]:
+    """What each positional argument of a low-level verb completes to: "run" (run ids), "dir" (a
     directory), a tuple of words, or None (free text such as a unit id)."""
     from resumable.core.model import FINAL_STATES, PHASE_STATES, UNIT_STATES
 
@@ -154,12 +181,12 @@ def _seed_positionals(verb: str) -> list[tuple[str, ...] | None]:
     return table.get(verb, [("run",)])
 
 
-def complete_seed_verb(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
-    """Completion of a seed verb's arguments. The seed verbs parse their own arguments (``cli.seed``),
-    so click sees them as extra args: walk them with the seed parser's option table."""
+def complete_low_level_verb(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+    """Completion of a low-level verb's arguments. Those verbs parse their own arguments
+    (``cli.lowlevel``), so click sees them as extra args: walk them with the verbs' option table."""
     from click.shell_completion import CompletionItem
 
-    from resumable.cli.seed import OPTIONS
+    from resumable.cli.lowlevel import OPTIONS
 
     verb = ctx.command.name or ""
     if verb not in OPTIONS:
@@ -182,7 +209,7 @@ def complete_seed_verb(ctx: click.Context, incomplete: str) -> list[CompletionIt
         if not tok.startswith("--"):
             positionals.append(tok)
         i += 1
-    kinds = _seed_positionals(verb)
+    kinds = _verb_positionals(verb)
     kind = kinds[len(positionals)] if len(positionals) < len(kinds) else None
     if kind == ("dir",):
         return [CompletionItem(incomplete, type="dir")]

@@ -65,6 +65,7 @@ def attempts_command(run: str, step: str | None, store_url: str | None, as_json:
     check_run_id(run)
     backend = work_queue(store_url)
     try:
+        backend.ready()  # a database without the schema says so, rather than "no run"
         if not backend.open(run).exists():
             raise NoRunError(f"no run matches \"{run}\" under {backend.root}")
         rows = backend.attempts(run, step)

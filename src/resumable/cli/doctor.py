@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resumable import __version__, store
+from resumable.cli.durations import at_least
 from resumable.cli.errors import command_class
 from resumable.cli.hostinfo import carriers, mount_of
 from resumable.core import recipe
@@ -67,7 +68,7 @@ class Finding:
               help="The runs directory (default: RESUMABLE_DIR, else the nearest .resumable/runs).")
 @click.option("--store", "store_url", metavar="URL", default=None,
               help="A PostgreSQL store (default: RESUMABLE_STORE, else the runs directory).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=3.0, show_default=True, metavar="SECONDS",
+@click.option("--timeout", callback=at_least(0.1), default="3", show_default=True, metavar="DURATION",
               help="How long to wait for the database to answer.")
 @click.pass_context
 def doctor_command(ctx: click.Context, as_json: bool, runs_dir: str | None, store_url: str | None,

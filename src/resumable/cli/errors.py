@@ -6,7 +6,7 @@ their message; foreign exceptions that still reach a command (an OSError the sto
 a click usage error, Ctrl-C, a closed pipe) are translated here; anything else is a bug, reported as
 one line too (``RESUMABLE_DEBUG=1`` shows the traceback).
 
-Seed verbs call ``report`` directly (they do not import click); click commands derive from
+Low-level verbs call ``report`` directly (they do not import click); click commands derive from
 ``Command``, which routes every failure through it.
 """
 
@@ -73,7 +73,7 @@ def warn(message: str, err: IO[str] | None = None) -> None:
 
 def command_class() -> Any:
     """The click Command class every click command of ours uses (built on first use: importing
-    click costs more than a whole seed verb, which never needs it)."""
+    click costs more than a whole low-level verb, which never needs it)."""
     global _COMMAND
     if _COMMAND is None:
         _COMMAND = _build()

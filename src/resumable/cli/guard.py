@@ -34,7 +34,7 @@ def guard_command(ctx: click.Context) -> None:
     resumable guard NAME [options] -- CMD [ARGS...] runs CMD unless another pass of NAME is
     running (SKIP, exit 0), --max-passes is reached (SKIP, exit 0) or the breaker has tripped
     (HALT, exit 1). A pass exits with CMD's exit status; its output goes to a per-pass log. State:
-    <state-dir>/NAME-state.yaml (the seed's cron-closeout format). A job named run, status or
+    <state-dir>/NAME-state.yaml (OmniNode's cron-closeout format). A job named run, status or
     reset: resumable guard run NAME -- CMD.
     """
     if ctx.invoked_subcommand is None:  # bare `resumable guard`: the help, not a usage error

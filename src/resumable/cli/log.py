@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
@@ -48,7 +47,7 @@ def log_command(run: str | None, as_json: bool, since: int, runs_dir: str | None
         if as_json:
             out.write(record.raw + "\n")
         else:
-            event: dict[str, Any] = record.event
+            event = record.event
             at = event.get("at") if isinstance(event.get("at"), str) else "?"
             out.write(f"{at}  #{record.seq:<6} {escape_controls(describe(event))}\n")
     out.flush()

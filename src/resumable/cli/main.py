@@ -1,8 +1,8 @@
 """The command line: ``resumable <verb> ...``.
 
-The seed verbs are dispatched straight to ``seedcli`` without importing click (start-up time is the
-whole cost of a verb called from a shell loop); everything else, and every ``--help``, goes
-through the click app below. Commands owned by other modules (run, status, report) are imported
+The low-level verbs are dispatched straight to their own parser (``cli.lowlevel``) without importing
+click (start-up time is the whole cost of a verb called from a shell loop); everything else, and
+every ``--help``, goes through the click app below. Commands owned by other modules (run, status, report) are imported
 only when invoked.
 """
 
@@ -12,7 +12,7 @@ import os
 import sys
 
 from resumable import __version__
-from resumable.cli.startup import SEED_VERBS as VERBS
+from resumable.cli.startup import LOW_LEVEL_VERBS as VERBS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ _STORE = (("--dir DIR", "the runs directory (default: RESUMABLE_DIR, else the ne
           ("-h, --help", "show this help"))
 
 # verb -> (usage after the verb, what it does, its arguments, its own options). Shown by
-# `resumable <verb> --help` only: the verbs themselves parse with cli.seed, not click.
-SEED_HELP: dict[str, tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
+# `resumable <verb> --help` only: the verbs themselves parse with cli.lowlevel, not click.
+VERB_HELP: dict[str, tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
     "init": (
         "<run> --task TEXT [--units a,b] [--id ID] [--launch JSON] [--required-phases p,q]"
         " [--require-validation] [--dir DIR] [--store URL]",
@@ -131,9 +131,9 @@ SEED_HELP: dict[str, tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[st
 }
 
 
-def _seed_help_parts(name: str) -> tuple[str, str, list[tuple[str, list[tuple[str, str]]]]]:
-    """(usage, description, [(section title, [(term, text)])]) of a seed verb's --help."""
-    usage, what, arguments, options = SEED_HELP[name]
+def _verb_help_parts(name: str) -> tuple[str, str, list[tuple[str, list[tuple[str, str]]]]]:
+    """(usage, description, [(section title, [(term, text)])]) of a low-level verb's --help."""
+    usage, what, arguments, options = VERB_HELP[name]
     return usage, what, [("Arguments", list(arguments)), ("Options", [*options, *_STORE])]
 
 
@@ -160,40 +160,40 @@ def _click_app() -> Any:
                 command: click.Command = getattr(importlib.import_module(module), attr)
                 return command
             if cmd_name in VERBS:
-                return _seed_command(cmd_name)
+                return _verb_command(cmd_name)
             return None
 
-    class SeedVerb(click.Command):
-        """A seed verb for --help and completion only: its arguments and options are listed as the
-        verb's own parser (cli.seed) takes them, and completed by cli.completion."""
+    class LowLevelVerb(click.Command):
+        """A low-level verb for --help and completion only: its arguments and options are listed as the
+        verb's own parser (cli.lowlevel) takes them, and completed by cli.completion."""
 
         def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-            formatter.write_usage(ctx.command_path, _seed_help_parts(self.name or "")[0])
+            formatter.write_usage(ctx.command_path, _verb_help_parts(self.name or "")[0])
 
         def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
             formatter.write_paragraph()
             with formatter.indentation():
-                formatter.write_text(_seed_help_parts(self.name or "")[1])
+                formatter.write_text(_verb_help_parts(self.name or "")[1])
 
         def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-            for title, rows in _seed_help_parts(self.name or "")[2]:
+            for title, rows in _verb_help_parts(self.name or "")[2]:
                 with formatter.section(title):
                     formatter.write_dl(rows)
 
         def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
-            from resumable.cli.completion import complete_seed_verb
+            from resumable.cli.completion import complete_low_level_verb
 
-            return complete_seed_verb(ctx, incomplete)
+            return complete_low_level_verb(ctx, incomplete)
 
-    def _seed_command(name: str) -> click.Command:
+    def _verb_command(name: str) -> click.Command:
         def callback() -> None:
-            from resumable.cli.seed import run_verb
+            from resumable.cli.lowlevel import run_verb
 
             ctx = click.get_current_context()
             raise SystemExit(run_verb(name, list(ctx.args)))
 
-        what = SEED_HELP[name][1]
-        return SeedVerb(
+        what = VERB_HELP[name][1]
+        return LowLevelVerb(
             name,
             callback=callback,
             help=what,
@@ -219,17 +219,17 @@ def _click_app() -> Any:
 def _short_help(name: str) -> str:
     if name in LAZY_COMMANDS:
         return LAZY_COMMANDS[name][2]
-    return SEED_HELP[name][1].split(". ")[0].rstrip(".") + "."
+    return VERB_HELP[name][1].split(". ")[0].rstrip(".") + "."
 
 
-def _is_seed_call(args: list[str]) -> bool:
+def _is_low_level_call(args: list[str]) -> bool:
     return bool(args) and args[0] in VERBS and "--help" not in args and "-h" not in args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if _is_seed_call(args):
-        from resumable.cli.seed import run_verb
+    if _is_low_level_call(args):
+        from resumable.cli.lowlevel import run_verb
 
         return run_verb(args[0], args[1:])
     # A shell's completion call (cli/completion.py) carries no arguments: click answers it.
@@ -238,8 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         from resumable.cli.errors import report
         from resumable.errors import UsageError
 
-        if not args:  # as the seed: one usage line, exit 1 (`resumable --help` has the rest)
-            from resumable.cli.seed import USAGE
+        if not args:  # as ulpi's checkpoint.mjs: one usage line, exit 1 (`resumable --help` has the rest)
+            from resumable.cli.lowlevel import USAGE
 
             return report(UsageError(USAGE))
         return report(UsageError(f"unknown command '{args[0]}' (resumable --help lists them)"))
@@ -268,16 +268,16 @@ def launch() -> NoReturn:
     arguments, then exit with the verb's status."""
     args = sys.argv[1:]
     code = main(args)
-    if _is_seed_call(args):
+    if _is_low_level_call(args):
         _exit_at_once(code)
     sys.exit(code)
 
 
 def _exit_at_once(code: int) -> None:
-    """End a seed verb without the interpreter's shutdown, when it has nothing left to do.
+    """End a low-level verb without the interpreter's shutdown, when it has nothing left to do.
 
     Shutdown (tearing down every module, freeing every object) takes about 2 ms, an eighth of a
-    whole `resumable unit` call, and does nothing a seed verb needs: its writes are fsynced
+    whole `resumable unit` call, and does nothing a low-level verb needs: its writes are fsynced
     through raw descriptors before it returns, its lock goes with the process, it starts no
     thread and registers no exit handler. Checked rather than assumed: with an exit handler
     registered (coverage, a profiler, a .pth file) or another thread alive, this returns and the

@@ -6,24 +6,16 @@ from typing import Any
 
 import click
 
-from resumable.cli.completion import complete_step
+from resumable.cli.completion import complete_step, complete_target
+from resumable.cli.durations import duration
 from resumable.cli.errors import command_class
-from resumable.errors import InvalidInputError, ResumableError
-from resumable.runner.jobfile import DEFAULT_GRACE, parse_duration
+from resumable.errors import InvalidInputError
+from resumable.runner.jobfile import DEFAULT_GRACE
 from resumable.runner.options import RunOptions
 
 
-def _duration(ctx: click.Context, param: click.Parameter, value: object) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value, f"--{param.name}")
-    except ResumableError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
 @click.command("run", cls=command_class())
-@click.argument("jobfile", required=False)
+@click.argument("args", nargs=-1, metavar="[JOBFILE] [STEP]...", shell_complete=complete_target)
 @click.option("--job", metavar="NAME",
               help="Job name = run id (default: [job] name, else the job file's name without .toml; "
                    "for resumable.toml its directory's name).")
@@ -35,11 +27,11 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
 @click.option("--store", metavar="URL", help="A PostgreSQL store (default: RESUMABLE_STORE).")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Steps run in parallel; 0 = one per CPU.")
-@click.option("--timeout", metavar="DURATION", callback=_duration,
+@click.option("--timeout", metavar="DURATION", callback=duration,
               help="Default per-step time budget: 90, 90s, 10m, 2h.")
 @click.option("--step-timeout", "step_timeouts", metavar="ID:DURATION", multiple=True,
               help="Per-step time budget (repeatable).")
-@click.option("--grace", metavar="DURATION", callback=_duration,
+@click.option("--grace", metavar="DURATION", callback=duration,
               help=f"Wait between SIGTERM and SIGKILL (default {DEFAULT_GRACE:g}s).")
 @click.option("--continue-on-error", "--keep-going", "-k", "keep_going", is_flag=True,
               help="Run every step that does not depend on a failed one.")
@@ -49,7 +41,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
               help="A file the step must produce (repeatable; all are required).")
 @click.option("--retry", "retries", type=click.IntRange(min=0), metavar="N",
               help="Extra attempts for a failing step (default 0).")
-@click.option("--backoff", metavar="SECONDS", callback=_duration,
+@click.option("--backoff", metavar="SECONDS", callback=duration,
               help="Wait BASE * 2^(k-1) (+ jitter) before retry k (default 1).")
 @click.option("--step-log", "step_logs", metavar="ID:PATH", multiple=True,
               help="Write that step's output to PATH (truncated per attempt).")
@@ -61,18 +53,23 @@ def _duration(ctx: click.Context, param: click.Parameter, value: object) -> floa
 @click.option("--reset", is_flag=True, help="Delete the run's state (refused while it runs).")
 @click.option("--status", is_flag=True, help="Show the run as `resumable status` does.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and the final summary.")
-@click.option("-v", "--verbose", is_flag=True, help="Also print a line for every skipped step.")
+@click.option("--stream", is_flag=True,
+              help="Print each running step's output lines as they come, prefixed with its id (logs unchanged).")
+@click.option("-v", "--verbose", is_flag=True, help="--stream, and a line for every skipped step.")
 @click.pass_context
 def run_command(ctx: click.Context, /, **kw: Any) -> None:
     """Run a job as a resumable DAG of steps; re-run the same command to finish what is left.
 
-    JOBFILE is a TOML job file (default ./resumable.toml); or describe the steps with --step.
+    JOBFILE is a TOML job file (a name ending in .toml, or a path; default: resumable.toml here or
+    in a parent directory); or describe the steps with --step. STEP...: run only these steps and
+    everything they need (as `make combine`); the other steps keep their state.
     """
     from resumable.runner.joblocate import JobFileError
     from resumable.runner.session import run
 
     for name in ("steps", "step_timeouts", "step_artifacts", "step_logs"):
         kw[name] = tuple(kw[name])
+    kw["jobfile"], kw["targets"] = RunOptions.split_args(tuple(kw.pop("args")), bool(kw["steps"]))
     try:
         code = run(RunOptions(**kw))
     except JobFileError as exc:

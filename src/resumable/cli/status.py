@@ -37,6 +37,9 @@ if TYPE_CHECKING:
               help="A PostgreSQL store (default: RESUMABLE_STORE, else the runs directory).")
 @click.option("--no-color", is_flag=True, help="No colour (NO_COLOR is honoured too).")
 @click.option("--watch", is_flag=True, help="Live view until the run ends or Ctrl-C.")
+@click.option("--wait", "wait_for", metavar="DURATION", default=None,
+              help="With --watch, on a run not running: wait this long for its next session (90s, 10m;"
+                   " default until Ctrl-C; 0: do not wait).")
 @click.option("--units", "units_state", metavar="STATE", default=None,
               help="List every unit in STATE (pending, running, done, failed, timeout, blocked, "
                    "dep_blocked, interrupted, malformed).")
@@ -51,6 +54,7 @@ def status_command(
     store_url: str | None,
     no_color: bool,
     watch: bool,
+    wait_for: str | None,
     units_state: str | None,
 ) -> None:
     """Show where a run stands (RUN: an id, an id prefix or a .json path; default the newest)."""
@@ -62,6 +66,7 @@ def status_command(
                          "--json, --list, --resume or --units")
     if list_ and (resume or units_state):
         raise UsageError("--list does not combine with --resume or --units")
+    until = _until(wait_for, watch)
     backend = store.open_backend(runs_dir, url=store_url)
     printer = Printer.for_stdout(no_color)
     now = time.time()
@@ -81,7 +86,12 @@ def status_command(
         printer.lines([view.list_line(e.name, e.doc, e.error, now, judged(backend, e)) for e in entries])
         return
 
-    picked = discovery.pick_run(backend, run)
+    # The plain view only counts a run's units and details a few: a large run's digests serve it.
+    counted_only = not (watch or as_json or resume or units_state)
+    picked = discovery.pick_run(backend, run, counted_only) if not watch or until == 0 else watching.await_run(
+        lambda: discovery.pick_run(backend, run), until, printer, repr(run) if run else "of this project")
+    if picked is None and watch and until != 0:
+        ctx.exit(1)  # waited for a run to start, in vain (await_run said so)
     if picked is None:
         # No runs at all is not an error: a fresh project simply has none yet.
         click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or "
@@ -138,11 +148,11 @@ def status_command(
         overlay = workflow.overlay_lines(live, d, t) if shown else []
         return view.render_status(d, file=entry.location, now=t, width=printer.layout_width, here=here,
                                   show_eta=watch, verdict=judge(d, t), overlay=overlay, runs_dir=runs_line,
-                                  store=hint_store)
+                                  store=hint_store, detail=picked.detail if d is doc else None)
 
     if watch:
         try:
-            ctx.exit(watch_fn(picked.handle, frame, printer))
+            ctx.exit(watch_fn(picked.handle, frame, printer, until))
         except KeyboardInterrupt:
             # Ctrl-C is how a watch normally ends: no traceback, the conventional 130.
             printer.text("")
@@ -180,6 +190,18 @@ def claude_project(backend: Backend) -> bool:
     return os.path.isdir(os.path.join(workflow.resolve_claude_dir(), "projects", workflow.project_slug(root)))
 
 
-def watch_fn(handle: Any, frame: Any, printer: Printer) -> int:
+def watch_fn(handle: Any, frame: Any, printer: Printer, until: float | None = 0.0) -> int:
     """Indirection so tests can replace the watch loop without touching the command."""
-    return watching.watch(handle, frame, printer)
+    return watching.watch(handle, frame, printer, until)
+
+
+def _until(wait_for: str | None, watch: bool) -> float | None:
+    """--wait as a deadline on time.monotonic (None: until Ctrl-C; 0: no waiting)."""
+    if wait_for is None:
+        return None
+    if not watch:
+        raise UsageError("--wait goes with --watch")
+    from resumable.runner.jobfile import parse_duration
+
+    seconds = parse_duration(wait_for, "--wait")
+    return 0.0 if seconds == 0 else time.monotonic() + seconds

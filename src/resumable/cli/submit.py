@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
+from resumable.cli.durations import duration
 from resumable.cli.errors import command_class
-from resumable.cli.worker import _duration, work_queue
+from resumable.cli.worker import work_queue
 
 
 @click.command("submit", cls=command_class(), short_help="Record a job for workers to run.")
@@ -16,10 +17,10 @@ from resumable.cli.worker import _duration, work_queue
 @click.option("--step", "steps", metavar="ID:COMMAND", multiple=True,
               help="A step, repeatable, run in the order given (instead of a job file).")
 @click.option("--store", metavar="URL", help="The PostgreSQL store (default: RESUMABLE_STORE).")
-@click.option("--timeout", metavar="DURATION", callback=_duration, help="Default per-step time budget.")
-@click.option("--grace", metavar="DURATION", callback=_duration, help="Wait between SIGTERM and SIGKILL.")
+@click.option("--timeout", metavar="DURATION", callback=duration, help="Default per-step time budget.")
+@click.option("--grace", metavar="DURATION", callback=duration, help="Wait between SIGTERM and SIGKILL.")
 @click.option("--retry", "retries", type=click.IntRange(min=0), metavar="N", help="Extra attempts per step.")
-@click.option("--backoff", metavar="SECONDS", callback=_duration, help="Wait BASE * 2^(k-1) before retry k.")
+@click.option("--backoff", metavar="SECONDS", callback=duration, help="Wait BASE * 2^(k-1) before retry k.")
 @click.option("--continue-on-error", "--keep-going", "-k", "keep_going", is_flag=True,
               help="Run every step that does not depend on a failed one.")
 @click.option("--max-failures", type=click.IntRange(min=1), metavar="N",

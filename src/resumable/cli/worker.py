@@ -7,18 +7,9 @@ from typing import Any
 import click
 
 from resumable import store
+from resumable.cli.durations import at_least, duration
 from resumable.cli.errors import command_class
-from resumable.errors import ResumableError, UsageError
-from resumable.runner.jobfile import parse_duration
-
-
-def _duration(ctx: click.Context, param: click.Parameter, value: object) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value, f"--{param.name}")
-    except ResumableError as exc:
-        raise click.BadParameter(str(exc)) from None
+from resumable.errors import UsageError
 
 
 def work_queue(store_url: str | None) -> Any:
@@ -41,11 +32,11 @@ def work_queue(store_url: str | None) -> Any:
               help="Work only on this run (repeatable); the worker exits once these runs have ended.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Steps run at once on this host; 0 = one per CPU.")
-@click.option("--lease", metavar="DURATION", default="30s", show_default=True, callback=_duration,
+@click.option("--lease", metavar="DURATION", default="30s", show_default=True, callback=at_least(1.0),
               help="How long a claim lasts without a heartbeat (heartbeats come every third of it).")
-@click.option("--grace", metavar="DURATION", default="30s", show_default=True, callback=_duration,
+@click.option("--grace", metavar="DURATION", default="30s", show_default=True, callback=duration,
               help="After SIGTERM: how long running steps may finish before they are handed back.")
-@click.option("--reconnect", metavar="DURATION", default="5m", show_default=True, callback=_duration,
+@click.option("--reconnect", metavar="DURATION", default="5m", show_default=True, callback=duration,
               help="How long to wait for the database to come back after losing it.")
 @click.option("--logs-dir", metavar="DIR",
               help="Write step logs to DIR/<step>.<attempt>.log on this host; DIR/<step>.log is the latest.")
@@ -63,11 +54,11 @@ def worker_command(ctx: click.Context, store_url: str | None, runs: tuple[str, .
 
     for run_id in runs:
         check_run_id(run_id)
-    if lease <= 0:
-        raise UsageError("--lease must be longer than 0s")
     backend = work_queue(store_url)
     try:
-        backend.ready()  # a wrong URL or a server that is down is said at once, not after --reconnect
+        # A wrong URL or a server that is down is said at once, not after --reconnect. A worker may
+        # start before anything is submitted: it brings the schema up to date, as a submit would.
+        backend.ready(migrate=True)
         backend.serve(patience=reconnect)
         worker = Worker(backend, WorkerOptions(runs=tuple(runs) or None, jobs=jobs, ttl=lease, drain_grace=grace,
                                                logs_dir=logs_dir), LineSink(quiet=quiet))

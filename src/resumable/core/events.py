@@ -7,7 +7,7 @@ deterministic). ``apply`` checks everything first and raises ``RefusedError`` or
 exists to avoid. Callers that need the old value keep a deep copy themselves.
 
     init        {id, task, units, launch?, requiredPhases?, requireValidation?}
-    base        {doc, reason}            adopt a whole document (seed import, external edit)
+    base        {doc, reason}            adopt a whole document (ulpi's event log, an external edit)
     begin       {launch?, clock?}        (re)open a run for a new runner session
     unit        {unit, state, note?, deps?, attempt?, fields?}  (only fields, state as it was: stamps kept)
     invalidate  {unit, reason}           the only way a done unit goes back to pending
@@ -34,6 +34,7 @@ from resumable.core.model import (
     check_phase_state,
     check_unit_id,
     check_unit_state,
+    is_item,
     new_document,
     unit_status,
     units_of,
@@ -45,17 +46,36 @@ _INF = float("inf")
 
 
 def _finite(x: float) -> bool:
-    """math.isfinite without importing math (a seed verb's start-up counts every import)."""
+    """math.isfinite without importing math (a low-level verb's start-up counts every import)."""
     return x == x and x not in (_INF, -_INF)
 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+    from collections.abc import Mapping
+    from typing import Any, TypeGuard
 
+    from resumable.core.types import (
+        BaseEvent,
+        BeginEvent,
+        Event,
+        FinalizeEvent,
+        FinalValidation,
+        InitEvent,
+        InvalidateEvent,
+        Item,
+        ItemEvent,
+        Phase,
+        PhaseEvent,
+        ResolveEvent,
+        UnitEvent,
+        ValidationEvent,
+    )
+
+    # The document as stored: what a hand edit left may be anything, so it is read null-safe
+    # (``core.types.RunDocument`` is the shape resumable writes).
     Doc = dict[str, Any]
-    Output = Any  # what the verb prints: item ids, resolved ids, or None
+    Output = list[str] | None  # what the verb prints: item ids, resolved ids, or nothing
 
 
 # --- stable item ids -------------------------------------------------------------------------
@@ -75,7 +95,7 @@ def _js_normal(value: Any) -> Any:
     return value
 
 
-def item_id(item: dict[str, Any]) -> str:
+def item_id(item: Mapping[str, Any]) -> str:
     """``item["id"]`` if it is a non-blank string, else ``f-`` + 12 hex of the sha1 of the
     canonical JSON of the item without ``at`` and ``id`` (golden: {"a":1} -> f-9f89c740ceb4)."""
     given = item.get("id")
@@ -93,13 +113,15 @@ def item_id(item: dict[str, Any]) -> str:
 # --- apply -----------------------------------------------------------------------------------
 
 
-def _need(event: dict[str, Any], key: str) -> Any:
+def _need(event: Mapping[str, object], key: str) -> Any:
+    """``event[key]``, or a one-line InvalidInputError: a stored event may lack what its type says
+    it has (a hand-written journal line, a newer writer's)."""
     if key not in event:
         raise InvalidInputError(f"event {event.get('t')!r} lacks {key!r}")
     return event[key]
 
 
-def _apply_init(doc: Doc | None, ev: dict[str, Any]) -> tuple[Doc, Output]:
+def _apply_init(doc: Doc | None, ev: InitEvent) -> tuple[Doc, Output]:
     # str check first: a hand-edited status may be a list, which `in frozenset` cannot hash.
     if doc is not None and isinstance(doc.get("status"), str) and doc["status"] in LIVE_RUN_STATES:
         raise RefusedError(
@@ -121,14 +143,14 @@ def _apply_init(doc: Doc | None, ev: dict[str, Any]) -> tuple[Doc, Output]:
     return new, None
 
 
-def _apply_base(doc: Doc | None, ev: dict[str, Any]) -> tuple[Doc, Output]:
+def _apply_base(doc: Doc | None, ev: BaseEvent) -> tuple[Doc, Output]:
     base = _need(ev, "doc")
     if not isinstance(base, dict):
         raise InvalidInputError("base event needs an object document")
     return base, None
 
 
-def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
+def _apply_unit(doc: Doc, ev: UnitEvent) -> Output:
     uid = check_unit_id(_need(ev, "unit"))
     state = check_unit_state(_need(ev, "state"))
     at = ev["at"]
@@ -177,7 +199,7 @@ def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
     if not restated:
         if state == "in_progress":
             unit.setdefault("startedAt", at)
-            # A unit re-entering work is no longer finished (the seed left a stale finishedAt).
+            # A unit re-entering work is no longer finished (ulpi's checkpoint.mjs left a stale finishedAt).
             unit.pop("finishedAt", None)
         elif state == "pending":
             unit.pop("finishedAt", None)
@@ -192,12 +214,12 @@ def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
                 if old.keys() <= attempt.keys():
                     # The usual case (a finished attempt restates its start): a copy sized for
                     # all its keys, where growing the old one would reallocate it larger still.
-                    attempts[i] = dict(attempt)
+                    attempts[i] = attempt.copy()
                 else:
                     old.update(attempt)  # the document's own dict (copied in below)
                 break
         else:
-            attempts.append(dict(attempt))
+            attempts.append(attempt.copy())
     if fields:
         unit.update(fields)
     unit["updatedAt"] = at
@@ -205,7 +227,7 @@ def _apply_unit(doc: Doc, ev: dict[str, Any]) -> Output:
     return None
 
 
-def _apply_invalidate(doc: Doc, ev: dict[str, Any]) -> Output:
+def _apply_invalidate(doc: Doc, ev: InvalidateEvent) -> Output:
     uid = check_unit_id(_need(ev, "unit"))
     reason = _need(ev, "reason")
     if not isinstance(reason, str) or not reason.strip():
@@ -226,18 +248,19 @@ def _apply_invalidate(doc: Doc, ev: dict[str, Any]) -> Output:
     return None
 
 
-def _apply_phase(doc: Doc, ev: dict[str, Any]) -> Output:
+def _apply_phase(doc: Doc, ev: PhaseEvent) -> Output:
     name = _need(ev, "phase")
     if not isinstance(name, str) or not name:
         raise InvalidInputError("phase name must be a non-empty string")
     state = check_phase_state(_need(ev, "state"))
     at = ev["at"]
     upgrade(doc)
-    phases = doc.get("phases")
+    phases: dict[str, Phase] | None = doc.get("phases")
     if not isinstance(phases, dict):
         phases = doc["phases"] = {}
     prev = phases.get(name)
-    phase = dict(prev) if isinstance(prev, dict) else {}
+    # A hand edit may have left anything there: only an object is carried over.
+    phase: Phase = prev.copy() if isinstance(prev, dict) else {"status": state}
     phase["status"] = state
     phase["updatedAt"] = at
     if state == "running":
@@ -260,7 +283,7 @@ def _check_open_items(doc: Doc) -> None:
         )
 
 
-def _apply_item(doc: Doc, ev: dict[str, Any]) -> Output:
+def _apply_item(doc: Doc, ev: ItemEvent) -> Output:
     raw = _need(ev, "items")
     items = raw if isinstance(raw, list) else [raw]
     _check_open_items(doc)
@@ -274,13 +297,13 @@ def _apply_item(doc: Doc, ev: dict[str, Any]) -> Output:
     }
     ids: list[str] = []
     for it in items:
-        if not isinstance(it, dict):
-            open_items.append(it)
+        if not is_item(it):
+            open_items.append(it)  # kept as it is: readers show it, as ulpi's checkpoint.mjs does
             continue
         iid = item_id(it)
         if iid in index:
             prev = open_items[index[iid]]
-            entry: dict[str, Any] = {"at": prev.get("at") or at}
+            entry: Item = {"at": prev.get("at") or at}
             entry.update(it)
             entry["id"] = iid
             open_items[index[iid]] = entry
@@ -296,7 +319,7 @@ def _apply_item(doc: Doc, ev: dict[str, Any]) -> Output:
     return ids
 
 
-def _apply_resolve(doc: Doc, ev: dict[str, Any]) -> Output:
+def _apply_resolve(doc: Doc, ev: ResolveEvent) -> Output:
     wanted = [i for i in _need(ev, "ids") if isinstance(i, str)]
     _check_open_items(doc)
     at = ev["at"]
@@ -319,21 +342,22 @@ def _apply_resolve(doc: Doc, ev: dict[str, Any]) -> Output:
     return moved
 
 
-def _apply_validation(doc: Doc, ev: dict[str, Any]) -> Output:
+def _apply_validation(doc: Doc, ev: ValidationEvent) -> Output:
     status = _need(ev, "status")
     if status not in ("green", "red"):
         raise InvalidInputError("validation requires <green|red> (aliases: pass/ok/fail)")
     at = ev["at"]
     upgrade(doc)
-    fv: dict[str, Any] = {"status": status, "at": at}
-    if ev.get("note") is not None:
-        fv["note"] = ev["note"]
+    fv: FinalValidation = {"status": status, "at": at}
+    note = ev.get("note")
+    if note is not None:
+        fv["note"] = note
     doc["finalValidation"] = fv
     doc["updatedAt"] = at
     return None
 
 
-def _apply_finalize(doc: Doc, ev: dict[str, Any]) -> Output:
+def _apply_finalize(doc: Doc, ev: FinalizeEvent) -> Output:
     status = _need(ev, "status")
     if status not in ("done", "needs_attention", "aborted"):
         raise InvalidInputError("finalize requires <done|needs_attention|aborted>")
@@ -370,7 +394,7 @@ def _close_session(doc: Doc, end: object) -> None:
     doc["ranSeconds"] = round(before + max(stop - start, 0.0), 3)
 
 
-def _apply_begin(doc: Doc, ev: dict[str, Any]) -> Output:
+def _apply_begin(doc: Doc, ev: BeginEvent) -> Output:
     at = ev["at"]
     upgrade(doc)
     if "sessionStartedAt" in doc:
@@ -385,33 +409,45 @@ def _apply_begin(doc: Doc, ev: dict[str, Any]) -> Output:
     return None
 
 
-_MUTATORS: dict[str, Callable[[Doc, dict[str, Any]], Output]] = {
-    "unit": _apply_unit,
-    "invalidate": _apply_invalidate,
-    "phase": _apply_phase,
-    "item": _apply_item,
-    "resolve": _apply_resolve,
-    "validation": _apply_validation,
-    "finalize": _apply_finalize,
-    "begin": _apply_begin,
-}
+_KINDS = frozenset({"init", "base", "unit", "invalidate", "phase", "item", "resolve", "validation", "finalize",
+                    "begin"})
 
 
-def apply(doc: Doc | None, event: dict[str, Any]) -> tuple[Doc, Output]:
+def is_event(value: object) -> TypeGuard[Event]:
+    """Whether a value read back from storage (a journal line, a row) is an object with a kind
+    ``t``: what a store's decoder checks before calling it an event. ``apply`` checks the rest, key
+    by key, as it does for every event (an unknown kind is refused there, in one line)."""
+    return isinstance(value, dict) and isinstance(value.get("t"), str)
+
+
+def apply(doc: Doc | None, event: Event) -> tuple[Doc, Output]:
     """Apply one event; returns the (possibly new) document and the verb's output.
 
     Raises RefusedError / InvalidInputError with the document untouched."""
     kind = event.get("t")
     if not isinstance(event.get("at"), str):
         raise InvalidInputError(f"event {kind!r} lacks a stamp")
-    if kind == "init":
-        return _apply_init(doc, event)
-    if kind == "base":
-        return _apply_base(doc, event)
-    mutate = _MUTATORS.get(kind) if isinstance(kind, str) else None
-    if mutate is None:
+    if not isinstance(kind, str) or kind not in _KINDS:
         raise InvalidInputError(f"unknown event type {kind!r}")
+    if event["t"] == "init":
+        return _apply_init(doc, event)
+    if event["t"] == "base":
+        return _apply_base(doc, event)
     if doc is None:
         raise InvalidInputError(f"cannot apply {kind!r}: the run has no document yet (init it)")
-    out = mutate(doc, event)
-    return doc, out
+    # The commonest first: nearly every record of a long run is a unit's.
+    if event["t"] == "unit":
+        return doc, _apply_unit(doc, event)
+    if event["t"] == "item":
+        return doc, _apply_item(doc, event)
+    if event["t"] == "resolve":
+        return doc, _apply_resolve(doc, event)
+    if event["t"] == "phase":
+        return doc, _apply_phase(doc, event)
+    if event["t"] == "invalidate":
+        return doc, _apply_invalidate(doc, event)
+    if event["t"] == "validation":
+        return doc, _apply_validation(doc, event)
+    if event["t"] == "finalize":
+        return doc, _apply_finalize(doc, event)
+    return doc, _apply_begin(doc, event)

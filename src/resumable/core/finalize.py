@@ -1,6 +1,6 @@
-"""Whether a run may be finalized ``done``: every reason it may not, in the seed's order. Pure.
+"""Whether a run may be finalized ``done``: every reason it may not, in ulpi's order. Pure.
 
-``finalize done`` is fail-closed (seed-contracts §1.4): units not done, blocked phases, required
+``finalize done`` is fail-closed, as ulpi's checkpoint.mjs: units not done, blocked phases, required
 phases not done, open findings, a pipeline's selected-scope coverage receipt that is absent or
 invalid, and required final validation that is absent or red each refuse it.
 """
@@ -28,7 +28,7 @@ def _blank(value: object) -> bool:
 
 
 def _scope_reasons(pipeline: dict[str, Any]) -> list[str]:
-    """The seed's selected-scope coverage receipt checks (seed-contracts §1.4, finalize 5-6)."""
+    """ulpi's selected-scope coverage receipt checks (its finalize rules 5 and 6)."""
     cov = pipeline.get("scopeCoverage")
     if not isinstance(cov, dict):
         return ["binding selected-scope coverage receipt is absent"]
@@ -94,7 +94,7 @@ def _scope_reasons(pipeline: dict[str, Any]) -> list[str]:
 
 
 def finalize_done_reasons(doc: Doc) -> list[str]:
-    """Every reason ``finalize done`` must refuse (fail-closed), in the seed's order."""
+    """Every reason ``finalize done`` must refuse (fail-closed), in ulpi's order."""
     reasons: list[str] = []
     not_done = [uid for uid, u in units_of(doc).items() if unit_status(u) != "done"]
     if not_done:

@@ -24,7 +24,7 @@ and the C1 controls (U+0080-U+009F; U+009B is a terminal's CSI) would pass throu
 `resumable get` or `status --json` on a terminal would hand them to it. Every text ``dumps`` and
 ``dumps_pretty`` return escapes them too, as ``\\u00XX``, which every JSON reader (jq, JSON.parse,
 json.loads) decodes to the same string. ``canonical`` keeps JSON.stringify's exact bytes, for hashes
-that must match the seed's.
+that must match ulpi's.
 
 All strict: NaN, Infinity, numbers beyond float range, invalid UTF-8, lone surrogate escapes
 (``"\\ud800"``: no UTF-8 file can hold the string) and nesting deeper than the
@@ -52,7 +52,7 @@ def _no_constant(name: str) -> Any:
 
 
 def _finite_float(text: str) -> float:
-    # Proof suite R9: "1e999" parses to inf, which the encoder (allow_nan=False) then refuses with
+    # "1e999" parses to inf, which the encoder (allow_nan=False) then refuses with
     # an uncaught ValueError mid-command; reject it at the boundary like NaN/Infinity.
     value = float(text)
     if value in (float("inf"), float("-inf")):
@@ -354,7 +354,7 @@ def dumps(value: Any) -> bytes:
 
 def canonical(value: Any) -> bytes:
     """Compact JSON exactly as JSON.stringify prints it, DEL and C1 raw: what a hash of a value
-    shared with the seed's tools is taken over (``core.events.item_id``). Not for output."""
+    shared with ulpi's tools is taken over (``core.events.item_id``). Not for output."""
     if type(value) is dict:
         text = _flat_strings(value)
         if text is not None:
@@ -410,3 +410,23 @@ def dumps_pretty(value: Any, *, big: bool = False) -> bytes:
         return _escape_controls(_pretty(value).encode("utf-8"))
     except RecursionError as exc:
         raise ValueError("value nested too deeply to encode") from exc
+
+
+# --- the standard library's text, where a format is not the store's ------------------------------
+
+
+def stdlib_dumps(value: Any, **options: Any) -> str:
+    """``json.dumps(value, **options)``: the standard library's exact text, for output that is not
+    the store's (a display with ``default=str``, another tool's file). Loads the ``json`` package
+    (about 6 ms), so only the commands that print such output pay for it."""
+    import json
+
+    return json.dumps(value, **options)
+
+
+def stdlib_loads(text: str | bytes, **options: Any) -> Any:
+    """``json.loads(text, **options)``, for formats that are not the store's (a hook's input,
+    another tool's file) and whose readers' options (``parse_constant``...) are their own."""
+    import json
+
+    return json.loads(text, **options)

@@ -1,7 +1,7 @@
 """The run document: states, stamps, ids, and schema v1/v2 handling.
 
-The document is a plain ``dict`` (it is what `cat`, `jq` and the seed tools read), a superset of the
-seed's v2 status document. Everything here is pure and null-safe: a hand-edited file may hold a
+The document is a plain ``dict`` (it is what `cat`, `jq` and ulpi's tools read), a superset of
+ulpi's v2 status document. Everything here is pure and null-safe: a hand-edited file may hold a
 ``null`` unit, a string where an object belongs, or a missing key, and no reader may crash on it.
 """
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from typing import Any, Final, TypeGuard
 
-    from resumable.core.types import FinalState, PhaseState, Summary, UnitState, ValidationStatus
+    from resumable.core.types import FinalState, Item, Launch, PhaseState, Summary, UnitState, ValidationStatus
 
 SCHEMA_VERSION: Final = 2
 
@@ -28,7 +28,7 @@ ACTIVE_RUN_STATES: Final = ("running", "initializing")
 TERMINAL_RUN_STATES: Final = frozenset({"done", "aborted"})
 FINAL_STATES: Final = ("done", "needs_attention", "aborted")
 
-# The seed's five unit states plus the runner's outcomes.
+# ulpi's five unit states plus the runner's outcomes.
 UNIT_STATES: Final = (
     "pending",
     "in_progress",
@@ -39,7 +39,7 @@ UNIT_STATES: Final = (
     "timeout",
     "interrupted",
 )
-# States that stamp a unit's finishedAt (the seed stamps done/blocked/dep_blocked).
+# States that stamp a unit's finishedAt (ulpi stamps done/blocked/dep_blocked).
 UNIT_FINISH_STATES: Final = frozenset({"done", "blocked", "dep_blocked", "failed", "timeout"})
 PHASE_STATES: Final = ("pending", "running", "done", "blocked", "skipped")
 PHASE_FINISH_STATES: Final = frozenset({"done", "blocked", "skipped"})
@@ -66,7 +66,7 @@ RESERVED_UNIT_KEYS: Final = frozenset(
 
 
 def default_run_id(at: float | None = None) -> str:
-    """The seed's default id: ``run-2026-07-18-101010Z``."""
+    """ulpi's default id: ``run-2026-07-18-101010Z``."""
     return time.strftime("run-%Y-%m-%d-%H%M%SZ", time.gmtime(time.time() if at is None else at))
 
 
@@ -110,6 +110,12 @@ def is_final_state(state: object) -> TypeGuard[FinalState]:
     return isinstance(state, str) and state in FINAL_STATES
 
 
+def is_item(value: object) -> TypeGuard[Item]:
+    """Whether a value of an ``item`` event is a finding (a JSON object: its keys are the finder's
+    own, and apply gives it an ``id`` and an ``at``) rather than a bare value, kept as it is."""
+    return isinstance(value, dict)
+
+
 def check_unit_state(state: str) -> UnitState:
     if not is_unit_state(state):
         raise InvalidInputError(f"unknown unit state {state!r}: use one of {'|'.join(UNIT_STATES)}")
@@ -125,7 +131,7 @@ def check_phase_state(state: str) -> PhaseState:
 
 
 def split_csv(value: str | None) -> list[str]:
-    """The seed's csv rule: split on ',', trim each part, drop empty parts."""
+    """ulpi's csv rule: split on ',', trim each part, drop empty parts."""
     if not value:
         return []
     return [part.strip() for part in value.split(",") if part.strip()]
@@ -137,11 +143,11 @@ def new_document(
     units: list[str],
     at: str,
     *,
-    launch: dict[str, Any] | None = None,
+    launch: Launch | None = None,
     required_phases: list[str] | None = None,
     require_validation: bool = False,
 ) -> dict[str, Any]:
-    """A fresh v2 document in the seed's key order."""
+    """A fresh v2 document in ulpi's key order."""
     doc: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "id": run_id,
@@ -174,14 +180,14 @@ def upgrade(doc: dict[str, Any]) -> None:
             and "resolvedItems" in doc:
         return  # already current: every record replayed and every write after the first ends here
     if doc.get("openItems") is None:
-        # The seed's `openItems ??= []`: a null openItems is replaced too (setdefault left a null
+        # ulpi's `openItems ??= []`: a null openItems is replaced too (setdefault left a null
         # in place and `item`/`resolve` then crashed iterating it).
         doc["openItems"] = []
     if "resolvedItems" not in doc:
         doc["resolvedItems"] = []
     version = doc.get("schemaVersion")
     if isinstance(version, str):
-        # The seed left a string "2" a string; a number is what every reader compares against.
+        # ulpi left a string "2" a string; a number is what every reader compares against.
         try:
             version = int(version)
         except ValueError:
@@ -228,7 +234,7 @@ def check_nesting(value: object) -> None:
 def newer_version(doc: Mapping[str, Any]) -> int | float | None:
     """The document's schemaVersion when it is newer than this resumable understands, else None.
 
-    A digit string counts as its number (the seed left ``"2"`` a string); any other malformed
+    A digit string counts as its number (ulpi left ``"2"`` a string); any other malformed
     version is not "newer": reads show it and ``shape_problem`` refuses writes to it."""
     version = doc.get("schemaVersion")
     if isinstance(version, str) and version.isdigit() and len(version) < 6:
@@ -277,7 +283,7 @@ def shape_problem(doc: Mapping[str, Any]) -> str | None:
     """Why a document cannot be read or written to, or None. A document whose containers have
     the wrong type is refused rather than "repaired", which would silently drop whatever the
     hand-edited field held. A null container, or a null or malformed *unit*, is fine: readers show
-    it, and the unit verb replaces it, as the seed did.
+    it, and the unit verb replaces it, as ulpi's checkpoint.mjs did.
 
     A document a newer resumable wrote raises NewerFormatError (``refuse_newer``) instead, before
     any shape is looked at: its shapes are the newer format's, and the remedy is an upgrade, not
@@ -347,6 +353,17 @@ def unit_deps(unit: object) -> list[str]:
     return []
 
 
+def next_attempt_number(unit: object) -> int:
+    """The number the unit's next attempt gets: one above the highest ``n`` among its recorded
+    attempts (1 for a unit with none). Null-safe: a malformed attempt, or a boolean ``n``, counts
+    for nothing."""
+    attempts = unit.get("attempts") if isinstance(unit, dict) else None
+    if not isinstance(attempts, list):
+        return 1
+    ns = [a.get("n") for a in attempts if isinstance(a, dict)]
+    return max([n for n in ns if type(n) is int], default=0) + 1
+
+
 def iter_units(doc: Mapping[str, Any]) -> Iterator[tuple[str, str | None]]:
     """(unit id, status or None if malformed) in document order."""
     for uid, unit in units_of(doc).items():
@@ -354,7 +371,7 @@ def iter_units(doc: Mapping[str, Any]) -> Iterator[tuple[str, str | None]]:
 
 
 def summary(doc: Mapping[str, Any]) -> Summary:
-    """The seed's ``get --summary`` shape, null-safe."""
+    """ulpi's ``get --summary`` shape, null-safe."""
     blocked: list[str] = []
     dep_blocked: list[str] = []
     in_progress: list[str] = []

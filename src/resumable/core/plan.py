@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+_NONE: list[str] = []  # shared by every unit without needs: never mutated
+
+
 def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str, Any]:
     """``{"skip": [...], "eligible": [...], "dep_blocked": {unit: root}}`` plus, with
     ``diagnostics`` and when present, ``"unknown_deps": {unit: [dep, ...]}``,
@@ -29,10 +32,14 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str,
     """
     units = units_of(doc)
     status: dict[str, str | None] = {uid: unit_status(u) for uid, u in units.items()}
+    # Each unit's needs, read once (every pass below walks them); most units need nothing.
+    needs: dict[str, list[str]] = {}
+    for uid, u in units.items():
+        needs[uid] = unit_deps(u) if u.__class__ is dict and u.get("dependsOn") else _NONE
     memo: dict[str, str] = {}
 
     def first_not_done(uid: str) -> str | None:
-        for d in unit_deps(units.get(uid)):
+        for d in needs.get(uid, ()):
             if status.get(d) != "done":
                 return d
         return None
@@ -80,13 +87,16 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str,
     if not diagnostics:
         return out
     unknown: dict[str, list[str]] = {}
-    for uid, unit in units.items():
-        missing_units = [d for d in unit_deps(unit) if d not in units]
-        if missing_units:
-            unknown[uid] = missing_units
+    for uid, deps in needs.items():
+        if deps:
+            missing_units = [d for d in deps if d not in units]
+            if missing_units:
+                unknown[uid] = missing_units
     if unknown:
         out["unknown_deps"] = unknown
-    cycles = find_cycles({uid: unit_deps(u) for uid, u in units.items()})
+    # A unit that needs nothing is in no cycle, and leaving it out changes no cycle found nor
+    # their order (Tarjan closes such a unit alone, at once): a run without needs skips the search.
+    cycles = find_cycles({uid: deps for uid, deps in needs.items() if deps})
     if cycles:
         out["cycles"] = cycles
     malformed = [uid for uid, st in status.items() if st is None]
@@ -177,4 +187,18 @@ def topological_order(graph: Mapping[str, Iterable[str]]) -> list[str]:
         cycle = find_cycles(deps)
         members = " -> ".join(cycle[0]) if cycle else "?"
         raise ValueError(f"dependency cycle: {members}")
+    return out
+
+
+def needed_by(graph: Mapping[str, Iterable[str]], targets: Iterable[str]) -> set[str]:
+    """The targets and everything they need, transitively (make's ``make combine``): a walk over
+    the needs, O(steps + needs) at most. Unknown names are the caller's to refuse first."""
+    out: set[str] = set()
+    stack = [t for t in targets if t in graph]
+    while stack:
+        node = stack.pop()
+        if node in out:
+            continue
+        out.add(node)
+        stack.extend(d for d in graph.get(node, ()) if d not in out)
     return out

@@ -18,11 +18,14 @@ The rules (make's):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable.core import verbs
+
+if TYPE_CHECKING:
+    from resumable.core.types import Event
 
 # A step that keeps failing must not sleep for hours between attempts because of doubling.
 MAX_DELAY = 3600.0
@@ -104,7 +107,7 @@ class Blocked:
     """Steps newly dep_blocked by a failure, with the events recording them."""
 
     steps: dict[str, str] = field(default_factory=dict)  # step -> the root failure
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
 
 def block_dependents(failed: str, *, dependents: Mapping[str, Sequence[str]], needs: Mapping[str, Sequence[str]],
@@ -146,7 +149,7 @@ class Decision:
     stop: bool
 
     @property
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[Event]:
         return self.blocked.events
 
 
@@ -191,14 +194,14 @@ class StepEnd:
 class Verdict:
     status: str  # done | needs_attention
     summary: str  # "2 done, 1 failed" (+ ", 1 removed")
-    events: list[dict[str, Any]]  # resolve, item, finalize: commit in order
+    events: list[Event]  # resolve, item, finalize: commit in order
     stale: list[str]  # units the job no longer has that are not done (they keep the run open)
 
     @property
     def finished(self) -> bool:
         return self.status == "done"
 
-    def refused(self, reason: str) -> list[dict[str, Any]]:
+    def refused(self, reason: str) -> list[Event]:
         """The events to record instead when ``finalize done`` was refused (another process changed
         the run meanwhile: an open finding, a unit added): the run needs attention and says why."""
         return [verbs.finalize("needs_attention", f"{self.summary}; {reason}")]
@@ -222,7 +225,7 @@ def verdict(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> Verdict:
     units: Mapping[str, Any] = raw_units if isinstance(raw_units, dict) else {}
     open_items = [it for it in (doc.get("openItems") or []) if isinstance(it, dict)]
     ours = {it.get("id") for it in open_items if str(it.get("id", "")).startswith(ITEM_PREFIX)}
-    events: list[dict[str, Any]] = []
+    events: list[Event] = []
     resolve = [f"{ITEM_PREFIX}{sid}" for sid, end in ends.items()
                if end.state in FINISHED_STATES and f"{ITEM_PREFIX}{sid}" in ours]
     if resolve:
@@ -247,7 +250,104 @@ def verdict(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> Verdict:
     return Verdict("needs_attention", summary, events, stale)
 
 
-def interrupted(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+def interrupted(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> list[Event]:
     """A session stopped by a signal: nothing runs any more, so not "running"; needs_attention is
     live to init and gc alike, so the run is resumed, never re-initialised or archived."""
     return [verbs.finalize("needs_attention", f"interrupted ({verdict(ends, doc).summary})")]
+
+
+# -- early cutoff ------------------------------------------------------------------------------
+#
+# Shake's "verifying traces", dune's and Bazel's content cutoff: a step records, with its
+# fingerprint, what the steps it needs had made when it started (``needs``: a digest of each
+# one's artifacts). A done step whose needs re-run is decided once they are done: it runs again
+# only if one of them made something else, by content; needs that re-ran and made the same bytes
+# leave it done. A step that declares neither artifacts nor inputs keeps make's rule (a need that
+# re-ran re-runs it): it may depend on anything its needs did, and says nothing of what. A need
+# that declares no artifacts cannot be compared: its re-run counts as a change.
+
+CUTOFF_REASON = "upstream re-ran, its artifacts unchanged: skip"
+KEPT_REASON = "done (what it needs was kept done)"
+
+
+def artifacts_digest(records: object) -> str | None:
+    """One digest of a step's artifacts as its unit records them (``{path: {"sha256": ...}}``);
+    None when it declares none, or one is not recorded: nothing to compare."""
+    if not isinstance(records, dict) or not records:
+        return None
+    import hashlib
+
+    parts = []
+    for path in sorted(records):
+        rec = records[path]
+        sha = rec.get("sha256") if isinstance(rec, dict) else None
+        if not isinstance(sha, str):
+            return None
+        parts.append(f"{path}\0{sha}")
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+def upstream_digests(needs: Iterable[str], artifacts_of: Callable[[str], object]) -> dict[str, str | None]:
+    """What a step's needs made, now: ``artifacts_of(need)`` gives a need's artifact records."""
+    return {n: artifacts_digest(artifacts_of(n)) for n in needs}
+
+
+def upstream_record(current: Mapping[str, str | None]) -> dict[str, str]:
+    """What a starting step's fingerprint keeps of ``upstream_digests``: the needs that declare
+    artifacts (a fan-in over thousands of steps that declare none keeps nothing)."""
+    return {n: d for n, d in current.items() if d is not None}
+
+
+def recorded_upstream(fingerprint: object) -> Mapping[str, Any] | None:
+    """The needs' digests a done step's fingerprint recorded (None: recorded before they were)."""
+    recorded = fingerprint.get("needs") if isinstance(fingerprint, dict) else None
+    return recorded if isinstance(recorded, dict) else None
+
+
+def can_wait(fingerprint: object, rerunning: Iterable[bool]) -> bool:
+    """Whether a done step whose needs re-run may stay done until they are done (and be decided
+    then): its fingerprint recorded what its needs made, and each re-running need declares
+    artifacts (``rerunning``: whether each does). Otherwise it is invalidated at once."""
+    return recorded_upstream(fingerprint) is not None and all(rerunning)
+
+
+def keeps_done(declares_files: bool, fingerprint: object, current: Mapping[str, str | None],
+               reran: Collection[str]) -> bool:
+    """The rule, once a waiting step's needs are done: it stays done when every need made what it
+    had made when the step last ran (``current``: ``upstream_digests``) and, for a step that
+    declares no artifacts or inputs, no need re-ran (``reran``: the needs that ran again)."""
+    recorded = recorded_upstream(fingerprint)
+    if recorded is None or any(recorded.get(n) != d for n, d in current.items()):
+        return False
+    if reran and not declares_files:
+        return False
+    return all(current.get(n) is not None for n in reran)
+
+
+def kept_reason(reran: Collection[str]) -> str:
+    return CUTOFF_REASON if reran else KEPT_REASON
+
+
+def upstream_changes(fingerprint: object, current: Mapping[str, str | None]) -> list[str]:
+    """The needs whose artifacts are not what a done step last ran on; [] when nothing was
+    recorded to compare with."""
+    recorded = recorded_upstream(fingerprint)
+    if recorded is None:
+        return []
+    return [n for n, d in current.items() if recorded.get(n) != d]
+
+
+def reran_since(needs: Iterable[str], units: Mapping[str, Any], since: float | None) -> list[str]:
+    """The needs whose last attempt started at or after ``since`` (the session's start): those
+    that ran again in it (for a store that keeps no other trace of it, the workers')."""
+    from resumable.core.stamps import parse_stamp
+
+    out = []
+    for n in needs:
+        unit = units.get(n)
+        attempts = unit.get("attempts") if isinstance(unit, dict) else None
+        last = attempts[-1] if isinstance(attempts, list) and attempts else None
+        started = parse_stamp(last.get("startedAt")) if isinstance(last, dict) else None
+        if since is None or (started is not None and started >= since):
+            out.append(n)
+    return out

@@ -1,6 +1,6 @@
 """Time as resumable writes and shows it: one stamp format, one parser, one duration format.
 
-Stamps are ISO-8601 UTC, ``2026-11-29T08:00:00Z`` (the seed's form, second precision); attempt
+Stamps are ISO-8601 UTC, ``2026-11-29T08:00:00Z`` (ulpi's form, second precision); attempt
 times keep milliseconds (``2026-11-29T08:00:00.123Z``) so that fast steps do not pile up on one
 second. Pure: every function takes the time it formats.
 """
@@ -45,7 +45,7 @@ _MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 def parse_stamp(value: object) -> float | None:
     """Seconds since the epoch of an ISO-8601 stamp ``YYYY-MM-DDTHH:MM:SS[.fff][Z|±HH:MM]`` (no
     offset: UTC), or None when ``value`` is not one. Parsed by hand: readers parse thousands of
-    stamps, and datetime's import is more than a seed verb may spend."""
+    stamps, and datetime's import is more than a low-level verb may spend."""
     if not isinstance(value, str) or len(value) < 19 or len(value) > 40:
         return None
     v = value

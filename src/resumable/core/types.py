@@ -46,6 +46,14 @@ class Launch(TypedDict, total=False):
     cwd: str
 
 
+class StepError(TypedDict):
+    """What is kept of the exception a durable function's attempt raised."""
+
+    type: str  # its qualified name ("ValueError", "mymodule.Refused")
+    message: str
+    traceback: str  # the end of it
+
+
 class Attempt(TypedDict, total=False):
     """One try at a unit, in its ``attempts`` (``n`` counts from 1)."""
 
@@ -57,7 +65,7 @@ class Attempt(TypedDict, total=False):
     exitCode: int  # a step's process; 128+N when killed by signal N
     signal: int
     reason: str  # why it failed although it exited 0 (a missing artifact)
-    error: str  # a durable function's exception, as text
+    error: StepError  # a durable function's exception
     log: str
     pid: int
     host: str

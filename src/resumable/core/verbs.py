@@ -1,6 +1,6 @@
 """The verbs as events: each function checks its arguments and returns the event to commit. Pure.
 
-The Python API (``Run``), the seed verbs and the runner all build their writes here, so a verb's
+The Python API (``Run``), the low-level verbs and the runner all build their writes here, so a verb's
 rules live in one place; ``core.events.apply`` then enforces the checkpoint contract against the
 run's current document when the event is committed.
 """
@@ -14,6 +14,7 @@ from resumable.core.model import (
     check_run_id,
     check_unit_id,
     check_unit_state,
+    is_final_state,
 )
 from resumable.core.stamps import stamp
 from resumable.errors import InvalidInputError
@@ -21,9 +22,23 @@ from resumable.errors import InvalidInputError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
+    from typing import Any, TypeVar
 
-    Event = dict[str, Any]
+    from resumable.core.types import (
+        BeginEvent,
+        Event,
+        FinalizeEvent,
+        InitEvent,
+        InvalidateEvent,
+        ItemEvent,
+        Launch,
+        PhaseEvent,
+        ResolveEvent,
+        UnitEvent,
+        ValidationEvent,
+    )
+
+    E = TypeVar("E", bound=Event)
 
 FINAL_STATUSES = ("done", "needs_attention", "aborted")
 
@@ -41,18 +56,19 @@ def stamp_batch(events: Sequence[Event]) -> bool:
     return init
 
 
-def validate_launch(launch: object) -> dict[str, Any]:
-    """The seed's ``--launch`` checks: a plain object with a non-blank ``scriptPath`` and, when
+def validate_launch(launch: object) -> Launch:
+    """checkpoint.mjs's ``--launch`` checks: a plain object with a non-blank ``scriptPath`` and, when
     present, an object ``args``; or the runner's ``{"kind": "resumable", "argv": [...]}``."""
     if not isinstance(launch, dict):
         kind = "null" if launch is None else "an array" if isinstance(launch, list) else (
             type(launch).__name__)
         raise InvalidInputError(f"--launch must be a JSON object {{ scriptPath, args }} — got {kind}")
+    checked: Launch = launch  # type: ignore[assignment]  # the checks below make it one
     if launch.get("kind") == "resumable":
         argv = launch.get("argv")
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             raise InvalidInputError("--launch.argv must be a non-empty array of strings")
-        return launch
+        return checked
     script = launch.get("scriptPath")
     if not isinstance(script, str) or not script.strip():
         raise InvalidInputError(
@@ -60,10 +76,10 @@ def validate_launch(launch: object) -> dict[str, Any]:
         )
     if "args" in launch and not isinstance(launch["args"], dict):
         raise InvalidInputError("--launch.args must be a JSON object when present")
-    return launch
+    return checked
 
 
-def _checked(event: Event) -> Event:
+def _checked(event: E) -> E:
     check_nesting(event)
     return event
 
@@ -76,13 +92,13 @@ def init(
     launch: dict[str, Any] | None = None,
     required_phases: Sequence[str] = (),
     require_validation: bool = False,
-) -> Event:
+) -> InitEvent:
     if not isinstance(task, str) or not task.strip():
         raise InvalidInputError('init requires a task description (--task "<desc>")')
     check_run_id(run_id)
     for u in units:
         check_unit_id(u)
-    event: Event = {"t": "init", "id": run_id, "task": task, "units": list(units)}
+    event: InitEvent = {"t": "init", "id": run_id, "task": task, "units": list(units)}
     if launch is not None:
         event["launch"] = validate_launch(launch)
     if required_phases:
@@ -92,9 +108,9 @@ def init(
     return _checked(event)
 
 
-def begin(launch: dict[str, Any] | None = None) -> Event:
+def begin(launch: dict[str, Any] | None = None) -> BeginEvent:
     """(Re)open a run for a new working session: status running, launch recorded."""
-    event: Event = {"t": "begin"}
+    event: BeginEvent = {"t": "begin"}
     if launch is not None:
         event["launch"] = validate_launch(launch)
     return _checked(event)
@@ -108,16 +124,15 @@ def unit(
     deps: Sequence[str] | None = None,
     attempt: dict[str, Any] | None = None,
     fields: dict[str, Any] | None = None,
-) -> Event:
+) -> UnitEvent:
     check_unit_id(unit_id)
-    check_unit_state(state)
-    event: Event = {"t": "unit", "unit": unit_id, "state": state}
+    event: UnitEvent = {"t": "unit", "unit": unit_id, "state": check_unit_state(state)}
     if note is not None:
         event["note"] = note
     if deps is not None:
         event["deps"] = [check_unit_id(d) for d in deps]
     if attempt is not None:
-        event["attempt"] = attempt
+        event["attempt"] = attempt  # type: ignore[typeddict-item]  # the callers' records are untyped
     if fields is not None:
         event["fields"] = fields
     if attempt is None and fields is None and (note is None or isinstance(note, str)):
@@ -127,41 +142,45 @@ def unit(
     return _checked(event)
 
 
-def invalidate(unit_id: str, reason: str) -> Event:
+def invalidate(unit_id: str, reason: str) -> InvalidateEvent:
     """The only way a done unit goes back to pending: an explicit record of why."""
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInputError("an invalidation needs a reason")
-    return _checked({"t": "invalidate", "unit": check_unit_id(unit_id), "reason": reason})
+    event: InvalidateEvent = {"t": "invalidate", "unit": check_unit_id(unit_id), "reason": reason}
+    return _checked(event)
 
 
-def phase(name: str, state: str) -> Event:
+def phase(name: str, state: str) -> PhaseEvent:
     if not isinstance(name, str) or not name:
         raise InvalidInputError("phase requires <phase> <pending|running|done|blocked|skipped>")
-    return _checked({"t": "phase", "phase": name, "state": check_phase_state(state)})
+    event: PhaseEvent = {"t": "phase", "phase": name, "state": check_phase_state(state)}
+    return _checked(event)
 
 
-def item(items: object) -> Event:
-    return _checked({"t": "item", "items": items})
+def item(items: object) -> ItemEvent:
+    event: ItemEvent = {"t": "item", "items": items}
+    return _checked(event)
 
 
-def resolve(ids: Sequence[str]) -> Event:
-    return _checked({"t": "resolve", "ids": [str(i) for i in ids]})
+def resolve(ids: Sequence[str]) -> ResolveEvent:
+    event: ResolveEvent = {"t": "resolve", "ids": [str(i) for i in ids]}
+    return _checked(event)
 
 
-def validation(status: str, note: str | None = None) -> Event:
+def validation(status: str, note: str | None = None) -> ValidationEvent:
     canonical = VALIDATION_ALIASES.get(status)
     if canonical is None:
         raise InvalidInputError("validation requires <green|red> (aliases: pass/ok/fail)")
-    event: Event = {"t": "validation", "status": canonical}
+    event: ValidationEvent = {"t": "validation", "status": canonical}
     if note is not None:
         event["note"] = note
     return _checked(event)
 
 
-def finalize(status: str, result: str | None = None) -> Event:
-    if status not in FINAL_STATUSES:
+def finalize(status: str, result: str | None = None) -> FinalizeEvent:
+    if not is_final_state(status):
         raise InvalidInputError("finalize requires <done|needs_attention|aborted>")
-    event: Event = {"t": "finalize", "status": status}
+    event: FinalizeEvent = {"t": "finalize", "status": status}
     if result is not None:
         event["result"] = result
     return _checked(event)

@@ -10,16 +10,18 @@
     run.finish()                                # done, or needs_attention with what failed
 
 Everything is built on the storage seam (``RunHandle.commit``, ``put_blob``/``get_blob``, ``load`` and
-the runner lease), so it works on any store. The modules, by concept:
+the runner lease; ``UnitDigest`` where the store has it), so it works on any store. The modules, by concept:
 
     keys       a call's identity: <step name>:<its one short argument, or a hash of all of them>
     codec      results (JSON, pickle or your serializer; over 64 KiB in blobs) and failures as stored
     records    the run as steps see it: the document in memory, group commit
+    digest     a run not loaded yet, cut down to what answering a call needs (a map of recorded items)
     engine     claims, the session (runner lease, begin, leftovers), start records of long calls
     attempts   running the function: attempts, retries, backoff; StepFailed
     steps      @run.step: look up, claim, run, record
     pool       run.map over threads, and its entry point
     executors  run.map on a concurrent.futures.Executor (a Dask cluster, loky, executor="process")
+    dask_client  run.map on a Dask cluster's own executor: through its client, in batches
     shipping   what the workers are sent: the step, by reference or by value, checked before submitting
     worker     what a pool's worker process runs
     progress   run.map's progress bar (rich, on a terminal)

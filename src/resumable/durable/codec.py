@@ -161,8 +161,10 @@ def fresh_copy(value: Any) -> Any:
         return jsonio.loads(jsonio.dumps(value))
 
 
-def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, where: str) -> Any:
-    """The value a recorded result holds (a fresh copy every time)."""
+def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, where: str, *,
+           copy: bool = True) -> Any:
+    """The value a recorded result holds (a fresh copy every time; ``copy=False``: the field's own
+    value, for a field nothing else holds)."""
     codec = field.get("codec")
     ref = field.get("ref")
     if codec == "json":
@@ -171,7 +173,7 @@ def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, w
         else:
             if "value" not in field:
                 raise CorruptRunError(f"{where}: its recorded result has neither value nor ref")
-            return fresh_copy(field["value"])
+            return fresh_copy(field["value"]) if copy else field["value"]
         try:
             return jsonio.loads(data)
         except ValueError as exc:

@@ -39,9 +39,9 @@ from resumable.errors import NoRunError, ResumableError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.store.backend import RunHandle, RunnerLease
 
-Event = dict[str, Any]
 START_RECORD_AFTER = 1.0
 
 

@@ -4,7 +4,8 @@ a ``ProcessPoolExecutor``, an MPI pool, and ``executor="process"`` (a process po
 The calling process keeps the run: it holds the lease, looks items up, submits the rest and records
 each result as it comes back (group commit: the results that came back together share one commit).
 The workers get only the step and an item's arguments (``shipping``); they need no access to the
-runs directory or the database.
+runs directory or the database. A Dask cluster's own executor is driven through its client, in
+batches (``dask_client``); any other through ``submit``.
 
 **Backpressure.** At most ``limit`` items are in flight (submitted, not yet recorded): twice what
 the executor runs at once by default, so that a worker that finishes finds its next item already
@@ -36,6 +37,7 @@ from resumable.durable.shipping import Unloadable
 from resumable.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.durable.engine import Call
     from resumable.durable.pool import Mapping
     from resumable.durable.shipping import Work
@@ -70,12 +72,12 @@ class Flight:
         self.payload = payload
         self.limit = limit
         self.todo = iter(list(m.places))
-        self.pending: dict[Future[Outcome], tuple[str, Call]] = {}
+        self.pending: dict[Any, tuple[str, Call]] = {}  # future -> its item
         self.ended: queue.SimpleQueue[Future[Outcome]] = queue.SimpleQueue()
         self.lost: BaseException | None = None  # why some items came back with no result
 
     def run(self) -> None:
-        batch: list[tuple[Future[Outcome], str, Call]] = []  # taken out of pending, not recorded yet
+        batch: list[tuple[Any, str, Call]] = []  # taken out of pending, not recorded yet
         try:
             self.fill()
             while self.pending:
@@ -92,31 +94,48 @@ class Flight:
     def fill(self) -> None:
         """Submit items until ``limit`` are in flight (or none is left)."""
         step, m = self.m.step, self.m
-        while len(self.pending) < self.limit and self.lost is None:
-            uid = next(self.todo, None)
-            if uid is None:
-                return
-            try:
-                found, value = step.acquire(uid)  # waits while a thread of ours runs the same call
-            except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
-                m.settle(uid, failure, True)
-                continue
-            if found:
-                m.settle(uid, value, False)
-                continue
-            try:
-                call = step.begin_call(uid)
-                future = self.executor.submit(worker.run_item, self.payload, m.args[uid], {}, call.n)
-            except BaseException as exc:
-                if not isinstance(exc, Exception) or isinstance(exc, BrokenExecutor) or type(exc) is RuntimeError:
-                    step.engine.release(uid)  # a broken or shut-down executor, or Ctrl-C
+        calls: list[tuple[str, Call]] = []
+        try:
+            while len(self.pending) + len(calls) < self.limit and self.lost is None:
+                uid = next(self.todo, None)
+                if uid is None:
+                    break
+                try:
+                    found, value = step.acquire(uid)  # waits while a thread of ours runs the same call
+                except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
+                    m.settle(uid, failure, True)
+                    continue
+                if found:
+                    m.settle(uid, value, False)
+                    continue
+                try:
+                    calls.append((uid, step.begin_call(uid)))
+                except BaseException:
+                    step.engine.release(uid)
                     raise
-                future = Future()  # this item's arguments could not be submitted: its failure
-                future.set_exception(exc)
+        except BaseException:
+            for uid, _ in calls:
+                step.engine.release(uid)
+            raise
+        if calls:
+            self.launch(calls)
+
+    def launch(self, calls: list[tuple[str, Call]]) -> None:
+        """Submit ``calls`` (their claims held) and put them in ``pending``; raise, with the claims
+        of those not submitted released, when the executor is broken or shut down."""
+        for k, (uid, call) in enumerate(calls):
+            try:
+                future = self.executor.submit(worker.run_item, self.payload, self.m.args[uid], {}, call.n)
+            except BaseException as exc:
+                if fatal(exc):
+                    for left, _ in calls[k:]:
+                        self.m.step.engine.release(left)
+                    raise
+                future = failed_future(exc)  # this item's arguments could not be submitted: its failure
             self.pending[future] = (uid, call)
             future.add_done_callback(self.ended.put)
 
-    def take(self) -> list[Future[Outcome]]:
+    def take(self) -> list[Any]:
         """The futures that ended: at least one (waits), and every other one already ended."""
         while True:
             try:
@@ -131,12 +150,18 @@ class Flight:
             except queue.Empty:
                 return batch
 
-    def record(self, batch: list[tuple[Future[Outcome], str, Call]]) -> None:
+    def record(self, batch: list[tuple[Any, str, Call]]) -> None:
         """Commit the outcomes of ``batch`` (taken out of ``pending``) and answer their items."""
         step, engine = self.m.step, self.m.step.engine
-        events: list[dict[str, Any]] = []
+        events: list[Event] = []
         settled: list[tuple[str, Any, BaseException | None]] = []
-        for future, uid, call in batch:
+        try:
+            ended = self.resolve(batch)
+        except BaseException:
+            for _, uid, _ in batch:
+                engine.release(uid)
+            raise
+        for future, uid, call in ended:
             try:
                 out = future.result()
             except (CancelledError, BrokenExecutor) as exc:
@@ -165,14 +190,17 @@ class Flight:
         for uid, value, error in settled:
             self.m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
 
-    def stop(self, ended: list[tuple[Future[Outcome], str, Call]]) -> None:
+    def resolve(self, batch: list[tuple[Any, str, Call]]) -> list[tuple[Future[Outcome], str, Call]]:
+        """``batch`` with each future as one whose ``result()`` answers at once (they have ended)."""
+        return batch
+
+    def stop(self, ended: list[tuple[Any, str, Call]]) -> None:
         """Interrupted or failed: cancel what has not started; record what had ended and what could
         not be cancelled (running in a local pool) once it ends."""
         for future in list(self.pending):
             future.cancel()
         try:
-            running = [f for f in self.pending if not f.cancelled()]
-            wait(running)
+            running = self.uncancelled()
             taken, ended = [*ended, *((f, *self.pending.pop(f)) for f in running)], []
             self.record(taken)  # releases their claims, whatever happens
         except Exception:
@@ -182,3 +210,32 @@ class Flight:
             for uid in uids:
                 self.m.step.engine.release(uid)  # of each item not recorded: it runs on the next call
             self.pending.clear()
+
+    def uncancelled(self) -> list[Any]:
+        """The futures in ``pending`` that could not be cancelled, once they have ended."""
+        running = [f for f in self.pending if not f.cancelled()]
+        wait(running)
+        return running
+
+
+def fatal(exc: BaseException) -> bool:
+    """Whether a submission's error ends the map (a broken or shut-down executor, Ctrl-C), rather
+    than failing only its item (its arguments did not pickle)."""
+    return not isinstance(exc, Exception) or isinstance(exc, BrokenExecutor) or type(exc) is RuntimeError
+
+
+def failed_future(exc: BaseException) -> Future[Outcome]:
+    future: Future[Outcome] = Future()
+    future.set_exception(exc)
+    return future
+
+
+def flight(m: Mapping, executor: Executor, payload: bytes | Work, limit: int) -> Flight:
+    """The flight of ``m``'s items on ``executor``: through its client for a Dask cluster's own
+    executor (``dask_client``), else through ``submit``."""
+    kind = type(executor)
+    if kind.__name__ == "ClientExecutor" and kind.__module__ == "distributed.cfexecutor":
+        from resumable.durable.dask_client import DaskFlight
+
+        return DaskFlight(m, executor, payload, limit)
+    return Flight(m, executor, payload, limit)

@@ -15,13 +15,16 @@ job-file steps alike (the next ``resumable run`` runs the step). A finished run 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable.core import verbs
 from resumable.core.model import check_unit_id, unit_status
 from resumable.durable.codec import error_line
 from resumable.durable.engine import Engine, interrupted_leftovers, open_engine
 from resumable.errors import InvalidInputError, NoRunError, RefusedError
+
+if TYPE_CHECKING:
+    from resumable.core.types import Event
 
 ITEM_PREFIX = "step-failed:"  # the runner's prefix too: one kind of finding for a failed step
 
@@ -48,7 +51,7 @@ def finish(engine: Engine, result: str | None = None) -> str:
         raise RefusedError("steps of this run are still running in this process: call finish() after"
                            " they have returned")
     records = engine.records
-    doc = records.doc()
+    doc = records.head()  # a finished run answered from a digest is not loaded to be left as it is
     if doc is None:
         raise NoRunError(f"no run at {engine.location}: nothing to finish")
     if doc.get("status") == "done" and engine.lease is None:
@@ -68,7 +71,7 @@ def finish(engine: Engine, result: str | None = None) -> str:
                    and unit_status(units.get(i[len(ITEM_PREFIX):])) == "done"]
         findings = [_finding(uid, units[uid]) for uid in not_done
                     if isinstance(units[uid], dict) and units[uid].get("kind") == "step"]
-        head: list[dict[str, Any]] = []
+        head: list[Event] = []
         if settled:
             head.append(verbs.resolve(sorted(settled)))
         if findings:
@@ -122,7 +125,7 @@ def rerun(handle: Any, unit_ids: Sequence[str], reason: str | None = None) -> li
     if running:
         raise RefusedError(f"unit {', '.join(running)} is in progress: re-run it once it has ended (if its"
                            " process died, the next run re-runs it anyway)")
-    events = [verbs.invalidate(u, why) for u in ids]
+    events: list[Event] = [verbs.invalidate(u, why) for u in ids]
     if status == "done":
         events.append(verbs.finalize("needs_attention", f"{len(ids)} unit(s) marked for re-run"))
     handle.commit(events)

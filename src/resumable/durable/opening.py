@@ -40,9 +40,10 @@ def launch_descriptor() -> dict[str, Any] | None:
 
 def open_with_task(run: Any, task: str) -> None:
     """Create the run behind ``run`` (an ``api.Run``) when it is missing or aborted."""
-    # Read through the engine's handle, which the steps use next: a big run is loaded once.
+    # Read through the engine's handle, which the steps use next: a big run is read once, as a
+    # digest when the store can (what a map of recorded items answers from).
     records = engine_of(run).records
-    doc = records.doc()
+    doc = records.head()
     status = doc.get("status") if isinstance(doc, dict) else None
     if doc is not None and status != "aborted":
         return

@@ -20,13 +20,15 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 from resumable.durable import shipping, worker
 from resumable.durable.attempts import StepFailed, as_failure
+from resumable.durable.digest import Recorded
 from resumable.durable.engine import Call
-from resumable.durable.executors import Flight, default_limit
+from resumable.durable.executors import Flight, default_limit, flight
 from resumable.durable.progress import Bar, open_bar
 from resumable.durable.records import Ticket, gc_paused
 from resumable.durable.steps import Step
@@ -51,31 +53,58 @@ class Mapping:
         self.bar.advance(len(places), failed=len(places) if failed else 0)
 
     def look_up(self, chunk: int = 2048) -> None:
-        """Answer every recorded item; group the rest by unit id (equal items run once). In chunks
-        under the records' lock: one lock, one look at the run and one tick of the bar per chunk."""
+        """Answer every recorded item; group the rest by unit id (equal items run once). From a
+        digest when this process has not loaded the run (``digest``), else in chunks under the
+        records' lock: one lock, one look at the run and one tick of the bar per chunk."""
+        digest = self.step.engine.records.take_digest()
+        if digest is not None:
+            self.look_up_in(digest.units, chunk)
+            return
         step, records, items = self.step, self.step.engine.records, self.items
         for start in range(0, len(items), chunk):
-            answered = failed = 0
             with records.lock:
                 units = records.units()
-                for i in range(start, min(start + chunk, len(items))):
-                    args = items[i]
-                    uid = step.unit_id(args, {}, units)
-                    if uid in self.places:
-                        self.places[uid].append(i)
-                        continue
-                    try:
-                        found, value = step.answer(uid, units.get(uid))
-                    except StepFailed as exc:
-                        found, value = True, exc
-                        failed += 1
-                    if found:
-                        self.results[i] = value
-                        answered += 1
-                    else:
-                        self.places[uid] = [i]
-                        self.args[uid] = args
-            self.bar.advance(answered, failed=failed)
+                self.answer(range(start, min(start + chunk, len(items))), units,
+                            functools.partial(answer_unit, step, units))
+
+    def look_up_in(self, units: dict[str, Recorded], chunk: int) -> None:
+        """``look_up`` from a digest's units, whose results are handed out as they are: to the
+        first place of each; a repeated item gets its own copy."""
+        step, given = self.step, set()
+
+        def answer(uid: str) -> tuple[bool, Any]:
+            fresh = uid not in given
+            given.add(uid)
+            return step.answer_recorded(uid, units.get(uid), copy=not fresh)
+
+        for start in range(0, len(self.items), chunk):
+            self.answer(range(start, min(start + chunk, len(self.items))), units, answer)
+
+    def answer(self, places: range, units: dict[str, Any], answer: Callable[[str], tuple[bool, Any]]) -> None:
+        step, items = self.step, self.items
+        answered = failed = 0
+        for i in places:
+            args = items[i]
+            uid = step.unit_id(args, {}, units)
+            if uid in self.places:
+                self.places[uid].append(i)
+                continue
+            try:
+                found, value = answer(uid)
+            except StepFailed as exc:
+                found, value = True, exc
+                failed += 1
+            if found:
+                self.results[i] = value
+                answered += 1
+            else:
+                self.places[uid] = [i]
+                self.args[uid] = args
+        self.bar.advance(answered, failed=failed)
+
+
+def answer_unit(step: Step, units: dict[str, Any], uid: str) -> tuple[bool, Any]:
+    return step.answer(uid, units.get(uid))
 
 
 def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int | None, executor: str | Executor,
@@ -92,7 +121,8 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
         raise InvalidInputError("jobs= takes an integer >= 1")
     # Checked before anything is looked up or submitted: a step no worker could run is refused.
     payload = shipping.ship(step, wrapper, executor) if executor != "thread" else None
-    items = [tuple(t) for t in zip(*iterables, strict=False)]
+    with gc_paused():  # a tuple per item: by the hundred thousand, and no cycles
+        items = [tuple(t) for t in zip(*iterables, strict=False)]
     bar = open_bar(step.name, len(items), progress)
     mapping = Mapping(step, items, bar)
     try:
@@ -106,7 +136,7 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
                 _processes(mapping, payload, jobs or os.cpu_count() or 1)
             else:
                 assert not isinstance(executor, str) and payload is not None
-                Flight(mapping, executor, payload, jobs or default_limit(executor)).run()
+                flight(mapping, executor, payload, jobs or default_limit(executor)).run()
     finally:
         bar.close()
     if on_error == "raise":

@@ -23,13 +23,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from resumable.durable.digest import Digest, pick
 from resumable.errors import InvalidInputError, RefusedError
+from resumable.store.backend import UnitDigest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.store.backend import RunHandle
 
-Event = dict[str, Any]
 REFRESH_EVERY = 1.0  # seconds: how stale a cache hit's view of other processes' writes may be
 FREEZE_FROM = 10_000  # units: a run this big, once loaded, is frozen out of the cyclic collector's sight
 
@@ -72,6 +74,8 @@ class Records:
         # Bumped (with ``lock`` held) whenever the document held may have changed: a look-up made
         # before and a claim taken after can tell whether the look-up is still the answer.
         self.generation = 0
+        self._digest: Digest | None = None  # while no document is held (``digest``)
+        self._digest_checked = 0.0
 
     # -- reads --
     def units(self, *, fresh: bool = False) -> dict[str, Any]:
@@ -87,8 +91,57 @@ class Records:
             self.refresh()
             return self._doc
 
+    def head(self) -> dict[str, Any] | None:
+        """The run's document, but for a run not loaded yet only its fields other than units
+        (status, ...), from a digest when the store can read one (which ``take_digest`` then gives
+        to the first map): a look at a big run's status does not load it whole."""
+        with self.lock:
+            digest = self._current_digest(make=True)
+            return digest.head if digest is not None else self.doc()
+
+    def take_digest(self) -> Digest | None:
+        """The digest read while no document was held, if it still stands for the run; it is the
+        caller's from now on (its results are handed out as they are)."""
+        with self.lock:
+            digest = self._current_digest(make=self._doc is None)
+            self._digest = None
+            return digest
+
+    def standing_digest(self) -> Digest | None:
+        """The digest while no document is held and it stands for the run (call with ``lock``
+        held): a call's look-up is answered from it, the run's files looked at at most once per
+        ``REFRESH_EVERY`` seconds, as the document held is caught up on the hit path."""
+        digest = self._digest
+        if digest is None or self._doc is not None:
+            return None
+        now = time.monotonic()
+        if now - self._digest_checked > REFRESH_EVERY:
+            if self.handle.change_token() != digest.token:
+                self._digest = None
+                return None
+            self._digest_checked = now
+        return digest
+
+    def _current_digest(self, *, make: bool) -> Digest | None:
+        if self._doc is not None:
+            return None
+        digest = self._digest
+        if digest is not None and self.handle.change_token() != digest.token:
+            digest = self._digest = None  # the run changed since
+        if digest is None and make and isinstance(self.handle, UnitDigest):
+            token = self.handle.change_token()
+            with gc_paused():
+                found = self.handle.digest(pick)
+            if found is not None:
+                digest = self._digest = Digest(found[0], found[1], token)
+                self._digest_checked = time.monotonic()
+                if len(digest.units) >= FREEZE_FROM:
+                    gc.freeze()  # as a loaded document is (``refresh``): its results are the maps' answers
+        return digest
+
     def refresh(self) -> None:
         with self.lock:
+            self._digest = None  # the document answers from now on
             first = self._doc is None
             with gc_paused():
                 self._doc = self.handle.load()
@@ -233,6 +286,7 @@ class Records:
             except BaseException:
                 # The handle's cache may have been dropped on a failure: look again.
                 self.generation += 1
+                self._digest = None
                 self._doc = self.handle.load()
                 self._refreshed = time.monotonic()
                 raise
@@ -254,6 +308,7 @@ class Records:
                 try:
                     return self.handle.commit(list(events), lazy_view=lazy_view)
                 finally:
+                    self._digest = None
                     self._doc = self.handle.load()
                     self._refreshed = time.monotonic()
                     self.generation += 1

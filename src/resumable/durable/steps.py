@@ -23,14 +23,18 @@ import inspect
 from typing import Any
 
 from resumable.core import verbs
+from resumable.core.durations import MAX_DAYS, MAX_SECONDS
 from resumable.core.model import MAX_NESTING, MAX_UNIT_ID, check_unit_id
+
+# Settled is a run-time alias, so Event is imported at run time here (typing is loaded anyway).
+from resumable.core.types import Event
 from resumable.durable import codec
 from resumable.durable.attempts import Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
+from resumable.durable.digest import Recorded, recorded_error
 from resumable.durable.engine import Call, Engine
 from resumable.durable.keys import Binder, arguments_key, check_step_name, custom_key, readable_key, unit_id
 from resumable.errors import InvalidInputError
 
-Event = dict[str, Any]
 Settled = tuple[list[Event], Any, BaseException | None]  # (records to commit, value, exception to raise)
 
 _STACK: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("resumable_steps", default=())
@@ -64,8 +68,8 @@ class Step:
             raise InvalidInputError("version= takes a string or an integer")
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise InvalidInputError("retries= takes an integer >= 0")
-        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not backoff >= 0:
-            raise InvalidInputError("backoff= takes a number of seconds >= 0")
+        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not 0 <= backoff <= MAX_SECONDS:
+            raise InvalidInputError(f"backoff= takes a number of seconds >= 0 and at most {MAX_DAYS} days")
         self.engine = engine
         self.fn = fn
         self.name = check_step_name(name if name is not None else default_name(fn))
@@ -87,24 +91,28 @@ class Step:
 
     # -- identity and lookups --
     def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any], units: dict[str, Any] | None = None) -> str:
-        """The call's unit id. ``units``: the run's units, when the caller holds the records' lock."""
+        """The call's unit id. ``units``: the run's units (or a digest's), which the caller holds."""
         if self.key is not None:
             return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
         bound = self.binder.bind(args, kwargs)
         uid = self.readable_id(bound)
         if uid is None:
             return f"{self.name}:{arguments_key(bound, self.name)}"
-        if units is not None and uid in units:
-            return uid
+        if units is not None:
+            return uid if uid in units else self.legacy_or(uid, bound, units)
         records = self.engine.records
         with records.lock:
-            units = records.units()
+            digest = records.standing_digest()
+            units = digest.units if digest is not None else records.units()
             if uid in units:
                 return uid
-            # A run recorded before readable keys holds this call under its hashed id: that unit
-            # stays the call's, whatever its state, so its result is used and it is never orphaned.
-            legacy = f"{self.name}:{arguments_key(bound, self.name)}"
-            return legacy if legacy in units else uid
+            return self.legacy_or(uid, bound, units)
+
+    def legacy_or(self, uid: str, bound: dict[str, Any], units: dict[str, Any]) -> str:
+        # A run recorded before readable keys holds this call under its hashed id: that unit
+        # stays the call's, whatever its state, so its result is used and it is never orphaned.
+        legacy = f"{self.name}:{arguments_key(bound, self.name)}"
+        return legacy if legacy in units else uid
 
     def readable_id(self, bound: dict[str, Any]) -> str | None:
         """``<name>:<value>`` for a call whose only argument, its first parameter, reads as a key."""
@@ -121,6 +129,9 @@ class Step:
         Raises StepFailed for a recorded failure when the step does not retry failures."""
         records = self.engine.records
         with records.lock:
+            digest = records.standing_digest()
+            if digest is not None:  # a run not loaded yet: its calls are answered without loading it
+                return self.answer_recorded(uid, digest.units.get(uid), copy=True)
             return self.answer(uid, records.units().get(uid))
 
     def answer(self, uid: str, unit: object) -> tuple[bool, Any]:
@@ -129,14 +140,26 @@ class Step:
             return False, None
         status = unit.get("status")
         if status == "done":
-            field = unit.get("result")
-            if unit.get("version") != self.version or not codec.decodable(field, self.serializer):
-                return False, None
-            assert isinstance(field, dict)
-            return True, codec.decode(field, self.serializer, self.engine.records, f"unit {uid}")
+            return self.answer_done(uid, unit.get("version"), unit.get("result"), copy=True)
         if status == "failed" and not self.retry_failed:
             raise StepFailed(uid, recorded_error(unit))
         return False, None
+
+    def answer_recorded(self, uid: str, unit: Recorded | None, *, copy: bool) -> tuple[bool, Any]:
+        """``answer`` from a digest's entry; ``copy=False``: its result is handed out as it is."""
+        if unit is None:
+            return False, None
+        if unit.status == "done":
+            return self.answer_done(uid, unit.version, unit.result, copy=copy)
+        if unit.status == "failed" and not self.retry_failed:
+            raise StepFailed(uid, unit.error or {})
+        return False, None
+
+    def answer_done(self, uid: str, version: Any, field: Any, *, copy: bool) -> tuple[bool, Any]:
+        if version != self.version or not codec.decodable(field, self.serializer):
+            return False, None
+        assert isinstance(field, dict)
+        return True, codec.decode(field, self.serializer, self.engine.records, f"unit {uid}", copy=copy)
 
     def acquire(self, uid: str) -> tuple[bool, Any]:
         """A hit, or (False, None) with this thread holding the unit's claim."""
@@ -228,7 +251,9 @@ class Step:
         if earlier:
             events += [verbs.unit(call.uid, "failed", attempt=a, fields=fields,
                                   note=codec.error_line(a.get("error") or {})) for a in out.attempts[:-1]]
-        last = out.attempts[-1]
+        # An attempt record (durable.attempts builds them as plain dicts: typing them is its to do).
+        last: Any = out.attempts[-1]
+        final: Event
         if out.ok:
             done = {**fields, "version": self.version, "result": field}
             if depth + 2 <= MAX_NESTING:
@@ -318,17 +343,6 @@ class Step:
         if error is not None:
             raise error
         return value
-
-
-def recorded_error(unit: dict[str, Any]) -> dict[str, Any]:
-    attempts = unit.get("attempts")
-    if isinstance(attempts, list):
-        for a in reversed(attempts):
-            if isinstance(a, dict) and isinstance(a.get("error"), dict):
-                error: dict[str, Any] = a["error"]
-                return error
-    note = unit.get("note")
-    return {"type": "Exception", "message": note if isinstance(note, str) else "failed"}
 
 
 def decorate(engine: Engine, fn: Any = None, /, *, name: str | None = None, key: Any = None, version: Any = None,

@@ -1,2 +1,2 @@
 """Git reconciliation: commit trailers (``trailers``), what a ref has integrated (``log``, real git,
-read-only), and the seed's reconciliation table (``reconcile``)."""
+read-only), and ulpi's reconciliation table (``reconcile``)."""

@@ -1,6 +1,6 @@
 """Which task ids are integrated: ``Task-Id`` trailers on commits reachable from a ref, by real git.
 
-Only read-only git subcommands are ever run (the seed's allowlist: rev-parse, rev-list, log, show,
+Only read-only git subcommands are ever run (ulpi's allowlist: rev-parse, rev-list, log, show,
 cat-file, merge-base), with a fixed argv and no shell. The environment git sees is cleaned: a
 ``GIT_DIR``/``GIT_WORK_TREE``/``GIT_INDEX_FILE``/... inherited from a hook or a wrapper would make
 git read a different repository than ``--repo`` names, and ``GIT_CONFIG_*`` or user configuration
@@ -10,10 +10,10 @@ re-encodes messages). Kept: what locates git and its configuration files (``GIT_
 (``GIT_CEILING_DIRECTORIES``, ``GIT_DISCOVERY_ACROSS_FILESYSTEM``). Never prompts, never takes
 optional locks, never fetches lazily in a partial clone.
 
-Deliberate difference from the seed: its ``%H%x1f%B%x1e`` records break on a message that holds
+Deliberate difference from ulpi's pipeline: its ``%H%x1f%B%x1e`` records break on a message that holds
 those bytes, so records are NUL-separated (``-z``; git refuses NUL in a message). And a ref that
 does not resolve is an error (exit 1) unless the caller says a missing ref means "nothing
-integrated yet" (the seed's silent empty map, which hides a typo).
+integrated yet" (ulpi's silent empty map, which hides a typo).
 """
 
 from __future__ import annotations

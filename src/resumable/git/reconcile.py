@@ -1,4 +1,4 @@
-"""Trust git over the checkpoint: the seed pipeline's Task-Id reconciliation (spec §1.7).
+"""Trust git over the checkpoint: ulpi's autonomous-pipeline Task-Id reconciliation.
 
 For each selected unit, against the task ids integrated in ``ref`` (``log.integrated_task_ids``):
 
@@ -10,7 +10,7 @@ For each selected unit, against the task ids integrated in ``ref`` (``log.integr
 
 Planning is pure (``plan``); ``apply`` performs the plan through any writer with ``unit`` and
 ``item`` methods, such as ``resumable.api.Run``. A done unit is never demoted (the store refuses
-that); the open blocker is what stops a stale done from being finalized. As in the seed, a selected
+that); the open blocker is what stops a stale done from being finalized. As in ulpi's pipeline, a selected
 id that is not yet a unit of the run is treated as not done, so an integrated one is created done.
 """
 
@@ -47,7 +47,7 @@ class ReconcilePlan:
     warnings: tuple[str, ...] = field(default=())
 
     def summary(self) -> dict[str, list[str]]:
-        """The seed's result: ``{integrated, reconciled, staleDone, runnable}``."""
+        """ulpi's result: ``{integrated, reconciled, staleDone, runnable}``."""
         return {"integrated": list(self.integrated), "reconciled": list(self.reconciled),
                 "staleDone": list(self.stale_done), "runnable": list(self.runnable)}
 
@@ -136,7 +136,7 @@ def plan(
 
 
 def apply(the_plan: ReconcilePlan, writer: ReconcileWriter, *, dry_run: bool = False) -> dict[str, list[str]]:
-    """Perform the plan's writes in order (none with ``dry_run``); returns the seed's summary."""
+    """Perform the plan's writes in order (none with ``dry_run``); returns ulpi's summary."""
     if not dry_run:
         for kind, uid, payload in the_plan.writes:
             if kind == "unit":

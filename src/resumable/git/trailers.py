@@ -1,7 +1,7 @@
-"""Commit-message trailers as the seed's pipeline writes and reads them (spec §1.7). Pure.
+"""Commit-message trailers as ulpi's autonomous pipeline writes and reads them. Pure.
 
 An integration commit is ``subject``, a blank line, then ``Run-Id: r``, ``Task-Id: t`` and
-``Plan-Id: p``. The seed reads each key with the multiline regex ``^Key:[ \\t]*(.+?)\\s*$`` and
+``Plan-Id: p``. ulpi's pipeline reads each key with the multiline regex ``^Key:[ \\t]*(.+?)\\s*$`` and
 trims the match, so a trailer may sit anywhere in the message, the first occurrence wins, and a
 line is whatever JavaScript calls a line (it also ends at ``\\r``, U+2028 and U+2029).
 """
@@ -26,14 +26,14 @@ _JS_SPACE: Final = (
 
 
 def is_safe_id(value: object) -> bool:
-    """The seed's SAFE_ID: ``^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`` and no ``..``."""
+    """ulpi's SAFE_ID: ``^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`` and no ``..``."""
     return isinstance(value, str) and SAFE_ID.fullmatch(value) is not None and ".." not in value
 
 
 def parse_trailers(message: str, keys: Iterable[str] = TRAILER_KEYS) -> dict[str, str]:
     """``{key: value}`` for each key found: the first line that starts with ``Key:`` and has at
     least one character after the colon, its value trimmed (possibly to an empty string, as the
-    seed's ``.+?`` then ``trim()`` gives)."""
+    pipeline's ``.+?`` then ``trim()`` gives)."""
     wanted = [(k, k + ":") for k in keys]
     out: dict[str, str] = {}
     if not any(prefix in message for _, prefix in wanted):
@@ -48,7 +48,7 @@ def parse_trailers(message: str, keys: Iterable[str] = TRAILER_KEYS) -> dict[str
 
 
 def trailer_block(run_id: str, task_id: str, plan_id: str) -> str:
-    """The seed's trailer block for an integration commit; every id must be a SAFE_ID."""
+    """ulpi's trailer block for an integration commit; every id must be a SAFE_ID."""
     bad = [name for name, v in (("Run-Id", run_id), ("Task-Id", task_id), ("Plan-Id", plan_id))
            if not is_safe_id(v)]
     if bad:

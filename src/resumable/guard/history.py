@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from typing import Any
 
+from resumable.core import jsonio
 from resumable.guard.state import refuse_or_translate, refused
 
 HISTORY_FORMAT = 1
@@ -16,7 +16,7 @@ HISTORY_FORMAT = 1
 def append(path: str, event: dict[str, Any]) -> None:
     from resumable import fsio
 
-    line = (json.dumps({"v": HISTORY_FORMAT, **event}, sort_keys=False) + "\n").encode()
+    line = (jsonio.stdlib_dumps({"v": HISTORY_FORMAT, **event}, sort_keys=False) + "\n").encode()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                      0o644)
@@ -53,7 +53,7 @@ def read(path: str) -> list[dict[str, Any] | None]:
     events: list[dict[str, Any] | None] = []
     for line in data.splitlines():
         try:
-            event = json.loads(line)
+            event = jsonio.stdlib_loads(line)
         except ValueError:
             event = None
         events.append(event if isinstance(event, dict) else None)

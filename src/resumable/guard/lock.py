@@ -1,7 +1,7 @@
 """One pass at a time: a kernel lock (``flock``) on ``<NAME>.lock``, plus ``<NAME>.lock-info``
 (pid and start time) for the message a skipped invocation prints.
 
-The seed checked for a lock file and then created it (two invocations could both pass the check),
+OmniNode's cron-closeout checked for a lock file and then created it (two invocations could both pass the check),
 judged it stale by its age (a legitimately long pass lost its lock after 45 minutes), and removed
 it on exit (so the older pass's exit removed the newer pass's lock). Here the kernel holds the lock
 for exactly as long as the holding process lives: it is never stale and never stolen, the lock file

@@ -1,9 +1,9 @@
 """A pass's outcome: from the command's exit status, or (``--outcome-from-output``) from the last
 outcome word it printed.
 
-The seed took the last case-insensitive *substring* match of success|noop|failure|halt, so
+OmniNode's cron-closeout took the last case-insensitive *substring* match of success|noop|failure|halt, so
 "successfully" counted as success (and "halting" as halt). Here a match is a whole word (no letter,
-digit or underscore on either side); the last one wins, as in the seed.
+digit or underscore on either side); the last one wins, as in cron-closeout.
 
 Pure functions over bytes; the log is scanned in chunks so a large log is never held in memory.
 """
@@ -59,7 +59,7 @@ def counts_as_failure(status: str) -> bool | None:
     """True for failure/halt, False for success/noop, None (leaves the count alone) for unknown.
 
     ``unknown`` (the command exited 0 but named no outcome) is neither: counting it as a failure (the
-    seed did) trips the breaker on a healthy job that merely words its report differently, and
+    cron-closeout did) trips the breaker on a healthy job that merely words its report differently, and
     resetting on it would hide failures interleaved with silent passes."""
     if status in ("failure", "halt"):
         return True

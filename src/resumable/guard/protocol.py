@@ -1,9 +1,9 @@
-"""One invocation of a recurring job under the seed's cron-closeout protocol, fixed (§2.9-2.10):
+"""One invocation of a recurring job under OmniNode's cron-closeout protocol, with its flaws fixed:
 
 1. take the lock without waiting; if another invocation holds it: ``SKIP: previous invocation still
    running (pid N, for 12m)``, exit 0;
 2. read the state; ``--max-passes N`` (0: no cap) reached: ``SKIP``, exit 0;
-3. circuit breaker: ``consecutive_failures >= --breaker`` (0: off): the seed's ``HALT`` lines, record
+3. circuit breaker: ``consecutive_failures >= --breaker`` (0: off): cron-closeout's ``HALT`` lines, record
    that the breaker tripped (state ``breaker_tripped_at`` and the history), exit 1;
 4. count the pass (state and history) before its command starts, so a guard killed mid-pass never
    loses the pass and ``--max-passes`` is never overrun; run the command (its own session, output
@@ -14,7 +14,7 @@ A pass that was counted but never recorded its outcome (its guard was killed; th
 its command is gone too) is recorded as a failure by the next invocation that holds the lock.
 
 ``--dry-run`` goes through 1-3 and prints what it would run: it runs nothing (a generic guard cannot
-make an arbitrary command harmless; the seed's flag only asked its prompt to), and where a pass or
+make an arbitrary command harmless; cron-closeout's flag only asked its prompt to), and where a pass or
 a halt would be recorded it records only ``dry_run: true`` and a ``dry-run`` history event: the
 pass count, the failure count and the breaker stay as they were.
 """
@@ -34,7 +34,7 @@ from resumable.guard.lock import GuardLock
 
 
 def default_state_dir() -> str:
-    """``$ONEX_STATE_DIR/pipeline_checkpoints`` (where the seed's cron-closeout state lives, so an
+    """``$ONEX_STATE_DIR/pipeline_checkpoints`` (where OmniNode's cron-closeout state lives, so an
     existing ``cron-closeout-state.yaml`` is picked up), else ``$XDG_STATE_HOME/resumable/guard``,
     else ``~/.local/state/resumable/guard``."""
     onex = os.environ.get("ONEX_STATE_DIR")
@@ -97,7 +97,7 @@ def utcnow() -> dt.datetime:
 
 
 def say(line: str) -> None:
-    """The guard's own lines, time-stamped as the seed's log() did."""
+    """The guard's own lines, time-stamped as cron-closeout's log() did."""
     sys.stdout.write(f"[{stamp(utcnow())}] {escape(line)}\n")
     sys.stdout.flush()
 

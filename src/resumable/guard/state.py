@@ -1,4 +1,4 @@
-"""The guard's state file, ``<state-dir>/<NAME>-state.yaml``: the seed's keys, in the seed's
+"""The guard's state file, ``<state-dir>/<NAME>-state.yaml``: cron-closeout's keys, in its
 format, so that its ``grep '^key:' FILE | awk '{print $2}'`` reader keeps working::
 
     schema_version: "1.0.0"
@@ -8,7 +8,7 @@ format, so that its ``grep '^key:' FILE | awk '{print $2}'`` reader keeps workin
     consecutive_failures: 0
     dry_run: false
     last_exit_code: 0               # added: the command's exit status
-    breaker_tripped_at: never       # added: when the breaker last refused a pass (the seed kept no trace)
+    breaker_tripped_at: never       # added: when the breaker last refused a pass (cron-closeout kept no trace)
     pass_started_at: none           # added: when the pass counted in pass_count started, while it runs
 
 A pass is counted when it starts, before its command is launched (``after_start``), so a guard
@@ -16,10 +16,10 @@ killed mid-pass never loses the pass and ``--max-passes`` is never overrun; ``pa
 says the outcome is still to come. Found set by an invocation holding the lock (so the pass's
 command is gone), it is a pass whose guard was killed: recorded then as a failure.
 
-Parsing follows the seed's reader (first ``key:`` line, first word after it, quotes stripped;
-unknown keys ignored) but refuses values the seed would have fed to shell arithmetic, and a file
+Parsing follows cron-closeout's reader (first ``key:`` line, first word after it, quotes stripped;
+unknown keys ignored) but refuses values cron-closeout would have fed to shell arithmetic, and a file
 holding none of the keys (read as a fresh state, it would silently reset the counts). Writing is
-atomic: temp file + fsync + rename + fsync of the directory (the seed used ``cat >``, which a crash
+atomic: temp file + fsync + rename + fsync of the directory (cron-closeout used ``cat >``, which a crash
 or a full disk leaves empty or half-written).
 """
 
@@ -116,13 +116,13 @@ def render(state: GuardState, name: str, state_dir: str) -> bytes:
 
 
 def after_start(state: GuardState, now: str) -> GuardState:
-    """A pass is about to launch its command: counted now (the seed's count goes up on every pass)."""
+    """A pass is about to launch its command: counted now (cron-closeout's count goes up on every pass)."""
     return replace(state, pass_count=state.pass_count + 1, pass_started_at=now, dry_run=False,
                    schema_version=SCHEMA_VERSION)
 
 
 def after_pass(state: GuardState, status: str, exit_code: int | None, now: str) -> GuardState:
-    """The pass counted by ``after_start`` ended: the seed's counting, except that ``unknown``
+    """The pass counted by ``after_start`` ended: cron-closeout's counting, except that ``unknown``
     leaves the failure count alone. ``exit_code`` None: unknown (its guard was killed)."""
     failed = counts_as_failure(status)
     failures = state.consecutive_failures + 1 if failed else (0 if failed is False else state.consecutive_failures)
@@ -132,7 +132,7 @@ def after_pass(state: GuardState, status: str, exit_code: int | None, now: str) 
 
 
 def after_dry_run(state: GuardState) -> GuardState:
-    """A dry run is recorded as the seed's ``dry_run`` says ("whether the last pass used
+    """A dry run is recorded as cron-closeout's ``dry_run`` says ("whether the last pass used
     --dry-run"), and changes nothing else: no pass counted, no outcome, the breaker as it was."""
     return replace(state, dry_run=True)
 

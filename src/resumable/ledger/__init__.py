@@ -1,5 +1,5 @@
 """The phase checkpoint ledger (``resumable checkpoint``): one append-only YAML file per completed
-phase of a pipeline run, compatible with the OmniNode seed's ``checkpoint_manager.py`` files.
+phase of a pipeline run, compatible with OmniNode's ``checkpoint_manager.py`` files.
 
     <base>/<ticket_id>/<run-uuid>/phase_<ordinal>_<phase>_a<attempt>.yaml
 
@@ -78,6 +78,12 @@ if TYPE_CHECKING:
     from resumable.ledger.resume import PhaseTrust as PhaseTrust
     from resumable.ledger.resume import ResumePoint as ResumePoint
     from resumable.ledger.resume import resume_point as resume_point
+
+
+def __dir__() -> list[str]:
+    """What ``dir()``, ``help()`` and an editor's completion list: the names loaded so far and the
+    ones that load on first use, without loading them."""
+    return sorted({*globals(), *_EXPORTS})
 
 
 def __getattr__(name: str) -> object:

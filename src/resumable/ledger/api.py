@@ -9,7 +9,7 @@
     ledger.resume_point("OMN-2143", "a1b2c3d4").resume_phase
 
 Errors (bad ids, a taken attempt, I/O) raise ``resumable.errors`` exceptions; "not found" is a result
-with ``success=False``, as in the seed's handlers. ``phases`` is a ``PhaseSet``, a TOML file path, or
+with ``success=False``, as in OmniNode's handlers. ``phases`` is a ``PhaseSet``, a TOML file path, or
 None for the five default phases; ``base_dir`` as in ``layout.resolve_base_dir``.
 """
 
@@ -98,7 +98,7 @@ def _loaded_phases(path: str) -> PhaseSet:
 
 
 def correlation(value: object = None) -> str:
-    """``value`` as a canonical UUID string, or a new one (the seed's handlers do the same)."""
+    """``value`` as a canonical UUID string, or a new one (OmniNode's handlers do the same)."""
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, str):
@@ -127,7 +127,7 @@ def checkpoint_document(ticket_id: str, run_id: str, phase: str, payload: Mappin
                         attempt: int = 1, repo_commit_map: Mapping[str, Any] | None = None,
                         artifact_paths: Sequence[Any] | None = None,
                         timestamp: str | dt.datetime | None = None) -> dict[str, Any]:
-    """The document the seed's CLI builds from its flags (the payload's ``phase`` is forced)."""
+    """The document OmniNode's CLI builds from its flags (the payload's ``phase`` is forced)."""
     return {
         "schema_version": "1.0.0",
         "run_id": normalize_run_id(run_id),
@@ -206,7 +206,7 @@ def read(ticket_id: str, run_id: str, phase: str, *, base_dir: BaseArg = None, p
 def validate(checkpoint: Checkpoint | Mapping[str, Any] | None, *, root: str | os.PathLike[str] | None = None,
              repos: Sequence[str] | checks.Repos | None = None, phases: PhasesArg = None,
              now: dt.datetime | None = None, correlation_id: object = None) -> ValidateResult:
-    """Check a checkpoint (object or document): the model's rules as errors, the seed's warnings,
+    """Check a checkpoint (object or document): the model's rules as errors, OmniNode's warnings,
     and with ``root``/``repos`` its artifacts and commits. Pure except for the clock and those."""
     from resumable.ledger import checks
 

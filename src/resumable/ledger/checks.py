@@ -1,4 +1,4 @@
-"""What ``validate`` checks beyond the model: the seed's two warnings, and (new) evidence on disk:
+"""What ``validate`` checks beyond the model: OmniNode's two warnings, and (new) evidence on disk:
 artifact paths under a root directory, commit SHAs in git repositories.
 
 The git check runs ``git -C DIR cat-file -e <sha>^{commit}`` with a fixed argv, no shell, read-only,

@@ -1,7 +1,7 @@
 """Opening the ledger's directories and files without following anything planted in them.
 
 Ticket and run directories are opened relative to their parent's descriptor with O_NOFOLLOW, so a
-symlink swapped in for a directory is refused, not followed out of the checkpoint root (the seed
+symlink swapped in for a directory is refused, not followed out of the checkpoint root (OmniNode's
 resolved paths and compared prefixes, which a swap between check and use defeats). Files are opened
 O_NOFOLLOW | O_NONBLOCK and checked with fstat, so a planted FIFO never blocks a reader. The base
 directory itself is the user's choice and may be a link.

@@ -1,7 +1,7 @@
 """Identifiers of the ledger: run ids, ticket ids, commit SHAs, phase names.
 
-Pure functions over strings (standard library only). The run-id mapping is the seed's, byte for byte,
-so that a short id used with the seed and with resumable lands in the same run directory.
+Pure functions over strings (standard library only). The run-id mapping is OmniNode's, byte for byte,
+so that a short id used with OmniNode's tools and with resumable lands in the same run directory.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 import uuid
 
-# uuid5(NAMESPACE_DNS, "onex.omninode.io"): the seed's namespace for short run ids.
+# uuid5(NAMESPACE_DNS, "onex.omninode.io"): OmniNode's namespace for short run ids.
 ONEX_NAMESPACE = uuid.UUID("e176b05f-f761-5a9d-9a51-ac6d5a3566ee")
 
-# One SHA rule for the model, the validator and every payload field (the seed had two: any length
+# One SHA rule for the model, the validator and every payload field (OmniNode had two: any length
 # in the model, 7-40 in the validator, so a write could succeed and its validate fail).
 SHA_PATTERN = "^[0-9a-f]{7,40}$"
 _SHA = re.compile(SHA_PATTERN)
@@ -28,7 +28,7 @@ def normalize_run_id(run_id: str) -> str:
 
     A UUID in any form Python accepts (hyphenless, braces, ``urn:uuid:``, upper case) becomes its
     canonical lower-case hyphenated form; anything else, including the empty string, maps to the
-    seed's deterministic UUIDv5 in ``ONEX_NAMESPACE``.
+    OmniNode's deterministic UUIDv5 in ``ONEX_NAMESPACE``.
     """
     try:
         return str(uuid.UUID(run_id))

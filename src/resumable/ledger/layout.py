@@ -1,10 +1,10 @@
-"""Where checkpoints live and what their files are called (the seed's layout, unchanged):
+"""Where checkpoints live and what their files are called (OmniNode's layout, unchanged):
 
     <base>/<ticket_id>/<run-uuid>/phase_<ordinal>_<phase>_a<attempt>.yaml
 
-The base directory is ``--base-dir``, else ``$ONEX_STATE_DIR/checkpoints`` (where the seed's
-documentation says checkpoints are), else ``~/.claude/checkpoints`` (where the seed's code writes
-them). HOME is read at each call: the seed froze it at import, so a later change was ignored.
+The base directory is ``--base-dir``, else ``$ONEX_STATE_DIR/checkpoints`` (where OmniNode's
+documentation says checkpoints are), else ``~/.claude/checkpoints`` (where OmniNode's code writes
+them). HOME is read at each call: OmniNode froze it at import, so a later change was ignored.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ TEMP_SUFFIX = ".tmp"
 
 
 def resolve_base_dir(base_dir: str | os.PathLike[str] | None = None) -> str:
-    """The checkpoint root, absolute. An explicit one obeys the seed's rules (absolute, no '..')."""
+    """The checkpoint root, absolute. An explicit one obeys OmniNode's rules (absolute, no '..')."""
     from resumable.errors import InvalidInputError
 
     if base_dir is not None:
@@ -50,7 +50,7 @@ def phase_prefix(ordinal: int, phase: str) -> str:
 
 def parse_file_name(name: str) -> tuple[int, str, int] | None:
     """(ordinal, phase, attempt) of a checkpoint file name, or None. The attempt is the digits after
-    the LAST ``_a`` (the seed's rule), compared as a number, so a10 is newer than a2."""
+    the LAST ``_a`` (OmniNode's rule), compared as a number, so a10 is newer than a2."""
     if not (name.startswith("phase_") and name.endswith(".yaml")):
         return None
     stem = name[6:-5]

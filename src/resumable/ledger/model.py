@@ -1,15 +1,15 @@
 """The checkpoint as a frozen, strict msgspec Struct, and the one set of rules that decides whether
 a document is a checkpoint.
 
-The seed had two rule sets that disagreed (its model took a commit SHA of any length, its validator
+OmniNode had two rule sets that disagreed (its model took a commit SHA of any length, its validator
 wanted 7-40 characters, so a checkpoint could be written and then fail validation; three of its six
 validator rules could never fire on a model-built object). Here ``build`` is the only judge: the
-writer, the readers and ``validate`` all call it, and its messages are the seed validator's words.
+writer, the readers and ``validate`` all call it, and its messages are OmniNode's validator's words.
 
 Strict means no coercion: ``"5"`` is not an int, ``true`` is not an int, ``5.0`` is not an int.
-Timestamps must carry a timezone and are stored in UTC (``...Z``), as the seed's model does.
+Timestamps must carry a timezone and are stored in UTC (``...Z``), as OmniNode's model does.
 
-Why msgspec and not Pydantic (the seed's choice): the checkpoint commands are short processes called
+Why msgspec and not Pydantic (OmniNode's choice): the checkpoint commands are short processes called
 from shell scripts; msgspec adds ~6 ms to a CLI call's start-up, Pydantic ~100 ms (measured by
 ``benchmarks/ledger.py``), for the same frozen, strict, extra-forbidding model.
 """
@@ -34,7 +34,7 @@ class Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field
 
 
 class Checkpoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A completed phase. Field order is the seed's YAML key order."""
+    """A completed phase. Field order is OmniNode's YAML key order."""
 
     schema_version: str = SCHEMA_VERSION
     run_id: uuid.UUID
@@ -49,7 +49,7 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 class _Raw(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The header decoded first; the payload is decoded by its own phase's type (so a header/payload
-    disagreement is reported as such, in the seed's words, not as an odd union error)."""
+    disagreement is reported as such, in OmniNode's words, not as an odd union error)."""
 
     schema_version: str = SCHEMA_VERSION
     run_id: uuid.UUID
@@ -158,16 +158,8 @@ def parse(data: object, schema: Schema) -> Checkpoint:
 def lone_surrogate(data: object) -> str | None:
     """Where ``data`` holds a string no UTF-8 file can hold (a lone surrogate, as JSON's
     ``"\\ud800"`` decodes to), or None. Written, such a checkpoint would read back as corrupt; the
-    durable API refuses them too. One C call clears a document; only a bad one is walked."""
-    try:
-        msgspec.json.encode(data)
-        return None
-    except UnicodeEncodeError:
-        pass
-    except (TypeError, ValueError, OverflowError, RecursionError):
-        # Not JSON-shaped (a YAML date, an int key) or absurdly deep: msgspec.convert judges the
-        # types, and no field of a checkpoint nests (a deep value is refused there).
-        return None
+    durable API refuses them too. Walked without recursion (a checkpoint is small; a deep value is
+    refused by the model, not here)."""
     stack: list[tuple[object, str]] = [(data, "")]
     while stack:
         value, where = stack.pop()
@@ -237,7 +229,7 @@ def _payload(raw: _Raw, schema: Schema, errors: list[str]) -> Payload | None:
 
 
 def to_dict(checkpoint: Checkpoint) -> dict[str, Any]:
-    """The seed's ``model_dump(mode="json")``: same keys, same order, UUID and datetimes as strings,
+    """OmniNode's ``model_dump(mode="json")``: same keys, same order, UUID and datetimes as strings,
     tuples as lists."""
     plain: dict[str, Any] = _lists(msgspec.to_builtins(checkpoint))
     return plain

@@ -1,6 +1,6 @@
 """The ordered phases of a pipeline and the schema of each phase's payload.
 
-The default is the seed's five phases, with the ordinals its code bakes into file names
+The default is OmniNode's five phases, with the ordinals its code bakes into file names
 (``implement`` 1 ... ``ready_for_merge`` 5). A project can declare its own in a TOML file::
 
     format = 1                      # of this file; a newer one is refused, never guessed at
@@ -82,7 +82,7 @@ class PhaseSet(msgspec.Struct, frozen=True, dict=True):  # dict: room for the ca
         return self._by_name.get(name)
 
     def invalid_phase(self, phase: object) -> str:
-        """The seed's message for a phase outside the list (it names every valid one)."""
+        """OmniNode's message for a phase outside the list (it names every valid one)."""
         return f"Invalid phase: {phase}. Valid: {self.names()}"
 
 

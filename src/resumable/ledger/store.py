@@ -4,11 +4,11 @@ list a ticket's runs. Readers take no lock and change nothing on disk.
 A file is *valid* when it is a regular file, parses as YAML, passes ``model.build`` and agrees with
 its own name and directories (phase, ordinal, attempt, run id, ticket id: a file copied or renamed
 into the wrong place would otherwise vouch for a phase it does not describe). Anything else is
-corrupt, and readers skip it with a warning: the seed read only the highest attempt and failed when
-that one was damaged (§2.10 #3), and skipped corrupt files silently when counting attempts (#2).
+corrupt, and readers skip it with a warning: OmniNode's reader read only the highest attempt and failed when
+that one was damaged, and skipped corrupt files silently when counting attempts.
 
 Order: runs by first write (the oldest checkpoint file's mtime, then run id), then phase ordinal,
-then attempt, compared as numbers (the seed sorted runs in directory order and phases not at all).
+then attempt, compared as numbers (OmniNode sorted runs in directory order and phases not at all).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class StoredFile(msgspec.Struct, frozen=True):
 
     @property
     def rel(self) -> str:
-        """The path relative to the base directory (the seed's ``checkpoint_path``)."""
+        """The path relative to the base directory (OmniNode's ``checkpoint_path``)."""
         return f"{self.ticket_id}/{self.run_id}/{self.name}"
 
     @property

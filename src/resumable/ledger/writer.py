@@ -2,13 +2,13 @@
 
 A write makes a temp file ``.ckpt_<pid>_<random>.tmp`` in the run directory, writes the YAML,
 fsyncs it, then hard-links it to its final name (link never replaces an existing name, so an
-existing attempt is never overwritten), unlinks the temp name and fsyncs the directory (the seed did
+existing attempt is never overwritten), unlinks the temp name and fsyncs the directory (OmniNode's did
 not, so a power cut could lose an acknowledged checkpoint).
 
 Attempt numbers: when the caller gives none, the writer takes the next free number, counting every
 file with the phase's name, corrupt or not, and if another writer links that number first (EEXIST)
 it rewrites its temp file with the next number and tries again. No list-then-write window: the link
-is the claim. (The seed's callers counted valid checkpoints from ``list`` and passed count+1: one
+is the claim. (OmniNode's callers counted valid checkpoints from ``list`` and passed count+1: one
 corrupt file made every later write pick a taken number and fail, silently, forever.) A number the
 caller gives that is taken is refused.
 

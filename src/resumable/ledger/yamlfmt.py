@@ -1,10 +1,10 @@
-"""The checkpoint file format: YAML exactly as the seed writes it, read with PyYAML's safe loader.
+"""The checkpoint file format: YAML exactly as OmniNode's tools write it, read with PyYAML's safe loader.
 
-Writing uses PyYAML's pure-Python safe dumper with the seed's options, because its bytes are the
-seed's bytes (``yaml.dump`` of plain dicts, lists and strings is the same with the safe and the full
+Writing uses PyYAML's pure-Python safe dumper with OmniNode's options, because its bytes are
+OmniNode's bytes (``yaml.dump`` of plain dicts, lists and strings is the same with the safe and the full
 dumper). libyaml's emitter is faster but not byte-identical: it quotes non-BMP characters and empty
 keys differently and folds long double-quoted strings elsewhere; both load to the same data, but a
-file written by resumable should be indistinguishable from one written by the seed. One dump per
+file written by resumable should be indistinguishable from one written by OmniNode's tools. One dump per
 write costs ~0.3 ms, nothing beside the process start-up.
 
 Reading uses libyaml's safe loader when PyYAML was built with it (8x faster: ``list`` of 10,000
@@ -24,11 +24,11 @@ YAMLError = yaml.YAMLError
 
 
 class _Dumper(yaml.SafeDumper):
-    """The seed's dumper, except for one PyYAML defect: with ``allow_unicode`` a string holding
+    """OmniNode's dumper, except for one PyYAML defect: with ``allow_unicode`` a string holding
     U+0085 (NEL) is written single-quoted with the NEL raw, and every YAML reader folds it to a
-    space, so the seed's files silently change such strings. Those strings (only those: an
+    space, so OmniNode's files silently change such strings. Those strings (only those: an
     exhaustive check over all code points finds no other) are written double-quoted, where NEL is
-    escaped as ``\\N`` and reads back exactly, in the seed's reader too."""
+    escaped as ``\\N`` and reads back exactly, in OmniNode's reader too."""
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable import fsio
 from resumable.core import verbs
@@ -14,6 +14,9 @@ from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
 from resumable.runner.jobfile import Step
 from resumable.runner.process import StepHandle
+
+if TYPE_CHECKING:
+    from resumable.core.types import UnitEvent
 
 
 @dataclass
@@ -101,7 +104,7 @@ def attempt_record(n: int, status: str, started_wall: float, wall: float, exit_c
     return attempt
 
 
-def finished_attempt(a: Attempt, code: int, now: float, wall: float) -> tuple[str, int, dict[str, Any]]:
+def finished_attempt(a: Attempt, code: int, now: float, wall: float) -> tuple[str, int, UnitEvent]:
     """(status, exit code, the unit event recording it) for an attempt whose process ended with
     ``code`` (negative: killed by that signal) at monotonic ``now`` / wall-clock ``wall``."""
     step = a.step

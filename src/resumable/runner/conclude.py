@@ -6,13 +6,16 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
 from resumable.core import policy, verbs
 from resumable.runner.attempt import Outcome
 from resumable.runner.jobfile import Job
 from resumable.runner.writer import SafeWriter
+
+if TYPE_CHECKING:
+    from resumable.core.types import Event, UnitEvent
 
 ITEM_PREFIX = policy.ITEM_PREFIX
 
@@ -49,7 +52,7 @@ def removed_count(units: Mapping[str, Any], step_ids: set[str] | frozenset[str])
                if uid not in step_ids and isinstance(u, dict) and u.get("removed") is True)
 
 
-def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
+def removal_marks(job: Job, units: Mapping[str, Any]) -> list[UnitEvent]:
     """Events marking the units of steps the job file no longer has ``removed`` (status shows them
     apart and counts them in no done/total, as the runner's summary does), and clearing the mark of
     a step that came back. A unit keeps its state and stamps either way: a step that comes back
@@ -57,7 +60,7 @@ def removal_marks(job: Job, units: Mapping[str, Any]) -> list[dict[str, Any]]:
     from resumable.core.model import UNIT_STATES
 
     steps = {s.id for s in job.steps}
-    out: list[dict[str, Any]] = []
+    out: list[UnitEvent] = []
     for uid, unit in units.items():
         if not isinstance(unit, dict) or unit.get("status") not in UNIT_STATES:
             continue  # malformed: shown as such by status, not restated here
@@ -82,41 +85,51 @@ def unsaved_hint(writer: SafeWriter) -> str:
     return f"{reason}; re-run the same command{again}"
 
 
-def ends_of(job: Job, out: Outcome, doc: Mapping[str, Any]) -> dict[str, policy.StepEnd]:
-    """How each step of the job ended in this session, for ``policy.verdict``."""
+def ends_of(job: Job, out: Outcome, doc: Mapping[str, Any],
+            selected: Collection[str] | None = None) -> dict[str, policy.StepEnd]:
+    """How each step of the job ended in this session, for ``policy.verdict``. A step left out
+    of the ``selected`` ones (the targets and what they need) ends as its unit stands: skipped
+    when done, else ``not selected``."""
     units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
     assert isinstance(units, dict)
     ends = {}
     for step in job.steps:
         sid = step.id
-        state = out.states.get(sid, "pending")
         unit = units.get(sid)
+        if selected is not None and sid not in selected:
+            done = isinstance(unit, dict) and unit.get("status") == "done"
+            ends[sid] = policy.StepEnd("skipped" if done else "not selected")
+            continue
+        state = out.states.get(sid, "pending")
         log = out.logs.get(sid) or (unit.get("log") if isinstance(unit, dict) else None)
         ends[sid] = policy.StepEnd(state, out.attempts.get(sid, 0), out.last_exit.get(sid), log)
     return ends
 
 
-def _write_each(writer: SafeWriter, events: list[dict[str, Any]]) -> None:
+def _write_each(writer: SafeWriter, events: list[Event]) -> None:
     """Each event a write of its own, as the steps' writes are: a refused finalize leaves the
     resolved findings resolved."""
     for event in events:
-        kind = event.get("t")
-        if kind == "finalize":
+        if event["t"] == "finalize":
             writer.finalize(event["status"], event.get("result"))
-        elif kind == "item":
+        elif event["t"] == "item":
             writer.item(event["items"])
-        elif kind == "resolve":
+        elif event["t"] == "resolve":
             writer.resolve(event["ids"])
         else:
-            writer.write(str(kind), [event])
+            writer.write(event["t"], [event])
 
 
 def conclude(job: Job, writer: SafeWriter, out: Outcome, launch: Mapping[str, Any], reporter: Any,
-             *, quiet: bool) -> int:
-    ends = ends_of(job, out, writer.doc)
+             *, quiet: bool, selected: Collection[str] | None = None) -> int:
+    """``selected``: the steps of a run of targets (they and what they need): all of them done,
+    the session succeeded, though the run stays open while the other steps are not done."""
+    ends = ends_of(job, out, writer.doc, selected)
     verdict = policy.verdict(ends, writer.doc)
     summary = verdict.summary
     finished = verdict.finished and not out.interrupted
+    if selected is not None and not out.interrupted:
+        finished = finished or all(ends[sid].state in policy.FINISHED_STATES for sid in selected)
     if verdict.stale and all(e.state in policy.FINISHED_STATES for e in ends.values()):
         reporter.warn(f"the run has units this job no longer has, not done: {', '.join(verdict.stale)}; "
                       "the run stays needs_attention (use --reset to start afresh)")
@@ -127,7 +140,7 @@ def conclude(job: Job, writer: SafeWriter, out: Outcome, launch: Mapping[str, An
     else:
         dropped = len(writer.dropped)
         _write_each(writer, verdict.events)
-        if finished and len(writer.dropped) > dropped:
+        if verdict.finished and len(writer.dropped) > dropped:
             # Refused: another process changed the run meanwhile (an open finding, a unit added).
             # The run is not left "running" with no runner: it needs attention, and says why.
             refusal = writer.dropped.pop().removeprefix("finalize done: ")

@@ -4,7 +4,9 @@
   running steps with their elapsed time, finished steps with status and duration);
 - no terminal (CI, pipes): one plain line per step start and finish, greppable, log paths relative
   to the current directory; skipped steps are one summary line (one line each with ``--verbose``);
-- ``--quiet``: nothing but warnings and notices (stderr) and the final summary.
+- ``--quiet``: nothing but warnings and notices (stderr) and the final summary;
+- ``--stream`` (and ``-v``): also each running step's output lines as they come, prefixed with its
+  id (``runner.liveout``), above the live view on a terminal, the same plain lines elsewhere.
 
 Everything here is O(1) per event (the ETA keeps running sums), so a 100,000-step job costs no more
 per step than a 10-step one.
@@ -18,11 +20,14 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from resumable.core.text import escape_controls
 from resumable.runner.explain import Decision
 from resumable.runner.jobfile import Job, Step
+
+if TYPE_CHECKING:
+    from resumable.runner.liveout import LogFollower
 
 
 def fmt_duration(seconds: float) -> str:
@@ -66,12 +71,43 @@ class PlainReporter:
     wants_estimates = False  # past durations, for an ETA (an O(steps) pass the plain view skips)
 
     def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None,
-                 quiet: bool = False, verbose: bool = False) -> None:
+                 quiet: bool = False, verbose: bool = False, stream: bool = False) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.quiet = quiet
         self.verbose = verbose
         self.failed_logs: list[tuple[str, str]] = []
+        self.follower: LogFollower | None = None
+        self.logs: dict[tuple[str, int], str] = {}  # (step, attempt) -> its log, while streaming
+        if stream:
+            from resumable.runner.liveout import LogFollower
+
+            self.follower = LogFollower(self._lines)
+
+    # -- live output (--stream) ------------------------------------------------------------------
+
+    def will_log(self, step_id: str, attempt: int, path: str) -> None:
+        """Where an attempt about to start writes its output (called only while streaming)."""
+        self.logs[(step_id, attempt)] = path
+
+    def _lines(self, lines: list[str]) -> None:
+        """Output lines of steps (prefixed and escaped by the follower), in one write."""
+        self.out.write("\n".join(lines) + "\n")
+        self.out.flush()
+
+    def _follow(self, step: Step, attempt: int) -> None:
+        if self.follower is not None:
+            path = self.logs.pop((step.id, attempt), None)
+            if path is not None:
+                self.follower.follow(step.id, path)
+
+    def _unfollow(self, step: Step) -> None:
+        if self.follower is not None:
+            self.follower.finish(step.id)
+
+    def _width(self, decisions: Mapping[str, Decision]) -> None:
+        if self.follower is not None:
+            self.follower.width = min(max((len(d.step) for d in decisions.values() if d.run), default=0), 24)
 
     def _p(self, text: str) -> None:
         if not self.quiet:
@@ -79,6 +115,7 @@ class PlainReporter:
 
     def start(self, job: Job, decisions: Mapping[str, Decision],
               estimates: Mapping[str, float]) -> None:
+        self._width(decisions)
         skipped = 0
         for d in decisions.values():
             if not d.run:
@@ -92,9 +129,11 @@ class PlainReporter:
 
     def step_started(self, step: Step, attempt: int) -> None:
         self._p(f"start  {step.id} (attempt {attempt})")
+        self._follow(step, attempt)
 
     def step_finished(self, step: Step, attempt: int, status: str, duration: float,
                       exit_code: int | None, log: str, retry_in: float | None) -> None:
+        self._unfollow(step)
         code = "" if status == "done" else f", exit {exit_code}"
         retry = f"; retrying in {retry_in:.1f}s" if retry_in is not None else ""
         self._p(f"{status:<6} {step.id} ({fmt_duration(duration)}{code}; log {show_path(log)}){retry}")
@@ -104,6 +143,10 @@ class PlainReporter:
     def step_blocked(self, step: Step, root: str) -> None:
         self._p(f"blocked {step.id} (needs {root}, which failed)")
 
+    def step_skipped(self, step: Step, reason: str) -> None:
+        """A step planned to run, skipped after all (early cutoff: its needs made the same)."""
+        self._p(f"skip   {step.id} ({reason})")
+
     def warn(self, message: str) -> None:
         print(f"resumable: warning: {escape_controls(message)}", file=self.err, flush=True)
 
@@ -112,10 +155,12 @@ class PlainReporter:
         print(f"resumable: {escape_controls(message)}", file=self.err, flush=True)
 
     def tick(self) -> None:
-        pass
+        if self.follower is not None:
+            self.follower.poll()
 
     def close(self) -> None:
-        pass
+        if self.follower is not None:
+            self.follower.close()
 
     def failure_tails(self, out: IO[str]) -> None:
         for sid, log in self.failed_logs:
@@ -140,8 +185,8 @@ class LiveReporter(PlainReporter):
     wants_estimates = True
 
     def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None,
-                 verbose: bool = False) -> None:
-        super().__init__(out, err, verbose=verbose)
+                 verbose: bool = False, stream: bool = False) -> None:
+        super().__init__(out, err, verbose=verbose, stream=stream)
         from rich.console import Console
         from rich.live import Live
 
@@ -162,6 +207,7 @@ class LiveReporter(PlainReporter):
 
     def start(self, job: Job, decisions: Mapping[str, Decision],
               estimates: Mapping[str, float]) -> None:
+        self._width(decisions)
         self.total = len(decisions)
         self.done = sum(1 for d in decisions.values() if not d.run)
         self.remaining = {d.step for d in decisions.values() if d.run}
@@ -248,10 +294,17 @@ class LiveReporter(PlainReporter):
 
     def step_started(self, step: Step, attempt: int) -> None:
         self.running[step.id] = (attempt, time.monotonic())
+        self._follow(step, attempt)
         self._changed()
+
+    def _lines(self, lines: list[str]) -> None:
+        from rich.text import Text
+
+        self.console.print(Text("\n".join(lines)), highlight=False)  # above the live view
 
     def step_finished(self, step: Step, attempt: int, status: str, duration: float,
                       exit_code: int | None, log: str, retry_in: float | None) -> None:
+        self._unfollow(step)
         self.running.pop(step.id, None)
         self._estimate(step.id, duration)
         style = {"done": "green", "failed": "red", "timeout": "red"}.get(status, "yellow")
@@ -270,6 +323,12 @@ class LiveReporter(PlainReporter):
             self.failed_logs.append((step.id, log))
         self._changed()
 
+    def step_skipped(self, step: Step, reason: str) -> None:
+        self._forget(step.id)
+        self.done += 1
+        self.console.print(f"[dim]skip   {_markup(step.id)} ({_markup(reason)})[/dim]")
+        self._changed()
+
     def step_blocked(self, step: Step, root: str) -> None:
         self._forget(step.id)
         self.console.print(f"[yellow]blocked[/yellow] {_markup(step.id)} (needs {_markup(root)}, which failed)")
@@ -282,10 +341,14 @@ class LiveReporter(PlainReporter):
         self._refresh()
 
     def tick(self) -> None:
+        if self.follower is not None:
+            self.follower.poll()
         if self._dirty or time.monotonic() - self._last > 0.25:
             self._refresh()
 
     def close(self) -> None:
+        if self.follower is not None:
+            self.follower.close()
         self._refresh()
         self.live.stop()
 
@@ -297,8 +360,10 @@ def _markup(text: str) -> str:
     return escape(escape_controls(text))
 
 
-def make_reporter(quiet: bool, *, verbose: bool = False, out: IO[str] | None = None) -> PlainReporter:
-    stream = out or sys.stdout
-    if not quiet and stream.isatty():
-        return LiveReporter(stream, verbose=verbose)
-    return PlainReporter(stream, quiet=quiet, verbose=verbose)
+def make_reporter(quiet: bool, *, verbose: bool = False, out: IO[str] | None = None,
+                  stream: bool = False) -> PlainReporter:
+    """``stream``: also print the running steps' output lines (``--stream``, ``-v``)."""
+    to = out or sys.stdout
+    if not quiet and to.isatty():
+        return LiveReporter(to, verbose=verbose, stream=stream)
+    return PlainReporter(to, quiet=quiet, verbose=verbose, stream=stream and not quiet)

@@ -6,11 +6,13 @@ intact, and no step it needs re-runs. Every other case gets a reason a person ca
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from resumable.runner.fingerprint import check_artifacts, fingerprint_changes, unchanged
+from resumable.core import policy
+from resumable.runner.fingerprint import changes_between, check_artifacts, fingerprint, unchanged
+from resumable.runner.inputs import InputFile
 from resumable.runner.jobfile import Job, Step
 
 INTEGRATED = "reconciled-from-trailer:"  # a unit marked done from an integrated commit
@@ -22,6 +24,12 @@ class Decision:
     run: bool
     reason: str
     invalidate: bool = False  # the unit is done and must be invalidated (explicitly) before re-running
+    # A skipped step whose inputs were touched but hold the same content: its fingerprint with the
+    # files' new size, mtime and inode, to store, so the next run need not hash them again.
+    refresh: dict[str, Any] | None = None
+    # Runs only because a need re-runs, and may be cut off early (``core.policy.cut_off``): decided
+    # again once its needs are done, and invalidated only then, if it does run.
+    cutoff: bool = False
 
     def line(self) -> str:
         return f"{'run ' if self.run else 'skip'}  {self.step}: {self.reason}"
@@ -36,19 +44,26 @@ def _last_exit(unit: Mapping[str, Any]) -> object:
     return code
 
 
-def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -> Decision:
-    """The decision for one step, given its stored unit (anything, null-safe) and the needs that
-    will run in this invocation."""
+Upstream = Callable[[], Mapping[str, "str | None"]]  # what a step's needs made, now (policy.upstream_digests)
+
+
+def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str],
+           files: Sequence[InputFile] | None = None, upstream: Upstream | None = None,
+           cutoff_ok: bool = False) -> Decision:
+    """The decision for one step, given its stored unit (anything, null-safe), the needs that
+    will run in this invocation and the files its inputs named a moment ago (None: look now).
+    ``upstream``: the digests of what its needs made (for early cutoff); ``cutoff_ok``: every
+    need that re-runs declares artifacts (so whether it made the same can be known)."""
     # dict, not Mapping: documents are plain JSON objects, and an ABC check per step adds up.
     u: Mapping[str, Any] = unit if isinstance(unit, dict) else {}
     status = u.get("status") if u else None
     done = status == "done"
-    if done and not force and not upstream_runs and unchanged(step, u.get("fingerprint")):
+    if done and not force and not upstream_runs and unchanged(step, u.get("fingerprint"), files):
         # The common case of a re-run, first and fast: unchanged, intact, nothing upstream.
         art = check_artifacts(step, u.get("artifacts"))
-        if art.ok:
-            return Decision(step.id, False, "done")
-        return Decision(step.id, True, art.reason, invalidate=True)
+        if not art.ok:
+            return Decision(step.id, True, art.reason, invalidate=True)
+        return _upstream_check(step, u.get("fingerprint"), upstream) or Decision(step.id, False, "done")
     if force:
         return Decision(step.id, True, "forced", invalidate=done)
     if not u or status is None:
@@ -71,31 +86,71 @@ def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str]) -
     if u.get("fingerprint") is None and isinstance(note, str) and note.startswith(INTEGRATED):
         # Done by reconciliation ([job] reconcile): git holds the proof, not a fingerprint.
         return Decision(step.id, False, f"integrated in {note[len(INTEGRATED):]}")
-    changes = fingerprint_changes(step, u.get("fingerprint"))
+    stored = u.get("fingerprint")
+    now = fingerprint(step, stored if isinstance(stored, dict) else None, files)
+    changes = changes_between(stored, now)
     if changes:
         return Decision(step.id, True, ", ".join(changes), invalidate=True)
     art = check_artifacts(step, u.get("artifacts"))
     if not art.ok:
         return Decision(step.id, True, art.reason, invalidate=True)
     if upstream_runs:
-        return Decision(step.id, True, f"upstream re-runs: {', '.join(upstream_runs)}", invalidate=True)
-    return Decision(step.id, False, "done")
+        reason = f"upstream re-runs: {', '.join(upstream_runs)}"
+        if policy.can_wait(stored, [cutoff_ok]):
+            return Decision(step.id, True, f"{reason} (kept done if what it made comes out the same)", cutoff=True)
+        return Decision(step.id, True, reason, invalidate=True)
+    touched = step.inputs and isinstance(stored, dict) and now.get("inputs") != stored.get("inputs")
+    return _upstream_check(step, stored, upstream) or Decision(step.id, False, "done",
+                                                               refresh=now if touched else None)
+
+
+def _upstream_check(step: Step, stored: object, upstream: Upstream | None) -> Decision | None:
+    """A done step none of whose needs re-runs: run it if one of them made something else since it
+    ran (a session that stopped between the two, an artifact changed by hand)."""
+    if upstream is None or not step.needs:
+        return None
+    changed = policy.upstream_changes(stored, upstream())
+    if not changed:
+        return None
+    return Decision(step.id, True, f"upstream artifacts changed: {', '.join(changed)}", invalidate=True)
+
+
+def upstream_of(units: Mapping[str, Any]) -> Callable[[Sequence[str]], dict[str, str | None]]:
+    """``made(needs)``: the digests of what those steps made, from their units (each computed once)."""
+    memo: dict[str, str | None] = {}
+
+    def artifacts_of(sid: str) -> object:
+        unit = units.get(sid)
+        return unit.get("artifacts") if isinstance(unit, dict) else None
+
+    def made(needs: Sequence[str]) -> dict[str, str | None]:
+        for n in needs:
+            if n not in memo:
+                memo[n] = policy.artifacts_digest(artifacts_of(n))
+        return {n: memo[n] for n in needs}
+
+    return made
 
 
 def plan(job: Job, units: Mapping[str, Any], *, force: bool) -> dict[str, Decision]:
     """Decisions for every step, in the job's order, each after its needs' (the job is acyclic)."""
     out: dict[str, Decision] = {}
+    files = job.input_files
     if not any(s.needs for s in job.steps):
         for step in job.steps:
-            out[step.id] = decide(step, units.get(step.id), force=force, upstream_runs=[])
+            out[step.id] = decide(step, units.get(step.id), force=force, upstream_runs=[],
+                                  files=files.get(step.id))
         return out
     from resumable.core.plan import topological_order
 
     order = topological_order({s.id: s.needs for s in job.steps})
     by_id = {s.id: s for s in job.steps}
+    made = upstream_of(units)
     for sid in order:
         step = by_id[sid]
         upstream = [d for d in step.needs if out[d].run]
-        out[sid] = decide(step, units.get(sid), force=force, upstream_runs=upstream)
+        out[sid] = decide(step, units.get(sid), force=force, upstream_runs=upstream, files=files.get(sid),
+                          upstream=lambda step=step: made(step.needs),  # type: ignore[misc]
+                          cutoff_ok=all(by_id[d].artifacts for d in upstream))
     # Report in the job's own order, which is what the user wrote.
     return {s.id: out[s.id] for s in job.steps}

@@ -1,8 +1,10 @@
 """What a step's result depends on, and whether its outputs are still what it produced.
 
-A fingerprint has separate parts (command, env, cwd, each input's content) so that a re-run can say
-*which* one changed. File checks (inputs and artifacts) compare size and mtime first and hash only
-when they differ: rehashing a multi-gigabyte artifact on every resume is the seed's weakness 3.6(4).
+A fingerprint has separate parts (command, env, cwd, each input file's content) so that a re-run can
+say *which* one changed. Files are compared by content (SHA-256), but each record also keeps the
+file's size, mtime_ns and inode when it was hashed: a file whose three are unchanged is not read
+again (rehashing a multi-gigabyte input on every resume is the seed's weakness 3.6(4)). The records
+are stored with the run, on each unit, so this holds across runs and processes.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from resumable.runner import inputs
 from resumable.runner.jobfile import Step
 
 FINGERPRINT_VERSION = 1
@@ -52,37 +56,99 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
-def resolve(step: Step, path: str) -> str:
-    return os.path.normpath(os.path.join(step.cwd, os.path.expanduser(path)))
+# Hashes taken by this process, by (device, inode, size, mtime_ns): one file that is the input of
+# many steps (or hard-linked under many names) is read once per run, not once per step.
+_HASHED: dict[tuple[int, int, int, int], str] = {}
+_RACY_NS = 2_000_000_000
 
 
-def file_record(path: str, previous: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    """``{"size", "mtimeNs", "sha256"}`` of a file, or None when it is missing. When ``previous``
-    has the same size and mtime its hash is reused (the cheap path on every resume)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if previous and previous.get("size") == st.st_size and previous.get("mtimeNs") == st.st_mtime_ns \
-            and isinstance(previous.get("sha256"), str):
-        return {"size": st.st_size, "mtimeNs": st.st_mtime_ns, "sha256": previous["sha256"]}
-    try:
+def _hash(path: str, st: os.stat_result) -> str:
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    digest = _HASHED.get(key)
+    if digest is None:
         digest = sha256_file(path)
+        # A file modified in the last moments may be written again within the file system's
+        # timestamp granularity, same size, same inode: such a hash is not remembered.
+        if time.time_ns() - st.st_mtime_ns > _RACY_NS:
+            _HASHED[key] = digest
+    return digest
+
+
+def resolve(step: Step, path: str) -> str:
+    return inputs.resolve(step.cwd, path)
+
+
+def same_stat(record: object, st: os.stat_result) -> bool:
+    """Whether a stored record was taken of this very file version: same size, mtime_ns and inode
+    (a record written before inodes were recorded is matched on size and mtime)."""
+    if record.__class__ is str:
+        return record.endswith(f" {st.st_size} {st.st_mtime_ns} {st.st_ino}")
+    return (isinstance(record, dict) and record.get("size") == st.st_size
+            and record.get("mtimeNs") == st.st_mtime_ns and record.get("ino", st.st_ino) == st.st_ino
+            and isinstance(record.get("sha256"), str))
+
+
+def record_sha(record: object) -> str | None:
+    """The content hash of a file record: an input's ``"<sha256> <size> <mtime_ns> <inode>"``, or
+    an artifact's (and an older input's) ``{"sha256": ..., ...}``; None for a missing file."""
+    if record.__class__ is str:
+        return record[:_SHA_LEN]
+    sha = record.get("sha256") if isinstance(record, dict) else None
+    return sha if isinstance(sha, str) else None
+
+
+_SHA_LEN = 64
+
+
+def file_record(path: str, previous: Mapping[str, Any] | None = None,
+                st: os.stat_result | None = None) -> dict[str, Any] | None:
+    """``{"size", "mtimeNs", "ino", "sha256"}`` of a file, or None when it is missing. The hash of
+    ``previous`` is reused when it was taken of the same file version (``same_stat``): make's
+    speed, with a content hash's correctness."""
+    try:
+        if st is None:
+            st = os.stat(path)
+        digest = previous["sha256"] if previous is not None and same_stat(previous, st) else _hash(path, st)
     except OSError:
         return None
-    return {"size": st.st_size, "mtimeNs": st.st_mtime_ns, "sha256": digest}
+    return {"size": st.st_size, "mtimeNs": st.st_mtime_ns, "ino": st.st_ino, "sha256": digest}
 
 
-def fingerprint(step: Step, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def input_record(path: str, st: os.stat_result, previous: object) -> str | None:
+    """An input file's record, one string (a big job has one per step, parsed on every run):
+    ``"<sha256> <size> <mtime_ns> <inode>"``; the hash of ``previous`` is reused when it was taken
+    of the same file version; None when the file cannot be read."""
+    if same_stat(previous, st):
+        digest = record_sha(previous)
+    else:
+        try:
+            digest = _hash(path, st)
+        except OSError:
+            return None
+    return f"{digest} {st.st_size} {st.st_mtime_ns} {st.st_ino}"
+
+
+def input_records(step: Step, previous: Mapping[str, Any] | None = None,
+                  files: Sequence[inputs.InputFile] | None = None) -> dict[str, Any]:
+    """``{name: record}`` of every file the step's inputs name now (``files``: as expanded a moment
+    ago); a path no file answers (an artifact another step has not made yet) maps to None."""
+    if files is None:
+        files, missing = inputs.expand(step.cwd, step.inputs)
+    else:
+        missing = []
+    out: dict[str, Any] = {}
+    prev = previous or {}
+    for f in files:
+        out[f.name] = input_record(f.path, f.st, prev.get(f.name))
+    for pattern in missing:
+        if not inputs.is_glob(pattern):
+            out[pattern] = None
+    return out
+
+
+def fingerprint(step: Step, previous: Mapping[str, Any] | None = None,
+                files: Sequence[inputs.InputFile] | None = None) -> dict[str, Any]:
     """The step's fingerprint as stored on its unit (``fingerprint`` field)."""
-    inputs: dict[str, Any] = {}
-    if step.inputs:
-        prev_inputs = previous.get("inputs") if isinstance(previous, dict) else None
-        if not isinstance(prev_inputs, dict):
-            prev_inputs = {}
-        for p in step.inputs:
-            prev = prev_inputs.get(p)
-            inputs[p] = file_record(resolve(step, p), prev if isinstance(prev, dict) else None)
     out = {
         "v": FINGERPRINT_VERSION,
         # argv rather than the text: the same text under another shell is another command.
@@ -90,52 +156,60 @@ def fingerprint(step: Step, previous: Mapping[str, Any] | None = None) -> dict[s
         "env": _env_sha(step.env),
         "cwd": step.cwd,
     }
-    if inputs:  # absent means none (the check below reads it so): one dict less per unit
-        out["inputs"] = inputs
+    if step.inputs:  # absent means none (the check below reads it so): one dict less per unit
+        prev_inputs = previous.get("inputs") if isinstance(previous, dict) else None
+        out["inputs"] = input_records(step, prev_inputs if isinstance(prev_inputs, dict) else None, files)
     return out
 
 
-def unchanged(step: Step, stored: object) -> bool:
-    """``not fingerprint_changes(step, stored)``, checked without building a fingerprint when the
-    step has no inputs (what every re-run asks of every step)."""
-    if step.inputs or not isinstance(stored, dict):
-        return not fingerprint_changes(step, stored)
-    return (
-        stored.get("v") == FINGERPRINT_VERSION
-        and stored.get("cwd") == step.cwd
-        and not stored.get("inputs")
-        and stored.get("command") == _argv_sha(step.argv)
-        and stored.get("env") == _env_sha(step.env)
-    )
+def unchanged(step: Step, stored: object, files: Sequence[inputs.InputFile] | None = None) -> bool:
+    """Whether the stored fingerprint still holds, without hashing anything: command, env and cwd
+    are the same, and every input names the same files, each of the same size, mtime and inode.
+    False may still be a fingerprint that holds (a file touched, same content): the caller asks
+    ``fingerprint_changes``. What every re-run asks of every step: kept to a few lookups."""
+    if not (isinstance(stored, dict) and stored.get("v") == FINGERPRINT_VERSION
+            and stored.get("cwd") == step.cwd and stored.get("command") == _argv_sha(step.argv)
+            and stored.get("env") == _env_sha(step.env)):
+        return False
+    old = stored.get("inputs")
+    if not step.inputs:
+        return not old
+    if not isinstance(old, dict):
+        return False
+    if files is None:
+        files, missing = inputs.expand(step.cwd, step.inputs)
+        if missing:
+            return False
+    if len(files) != len(old):
+        return False
+    for f in files:  # noqa: SIM110 (a loop, not all() of a generator: most steps have one input)
+        if not same_stat(old.get(f.name), f.st):
+            return False
+    return True
 
 
-def fingerprint_changes(step: Step, stored: object) -> list[str]:
+def fingerprint_changes(step: Step, stored: object,
+                        files: Sequence[inputs.InputFile] | None = None) -> list[str]:
     """Reasons the stored fingerprint no longer matches, most telling first; [] when unchanged."""
+    return changes_between(stored, fingerprint(step, stored if isinstance(stored, dict) else None, files))
+
+
+def changes_between(stored: object, now: Mapping[str, Any]) -> list[str]:
+    """Reasons fingerprint ``now`` differs from ``stored``; [] when it does not."""
     if not isinstance(stored, dict) or stored.get("v") != FINGERPRINT_VERSION:
         return ["fingerprint not recorded"]
-    now = fingerprint(step, stored)
-    reasons: list[str] = []
-    if now["command"] != stored.get("command"):
-        reasons.append("command changed")
-    if now["env"] != stored.get("env"):
-        reasons.append("env changed")
-    if now["cwd"] != stored.get("cwd"):
-        reasons.append("cwd changed")
+    reasons = [f"{part} changed" for part in ("command", "env", "cwd") if now[part] != stored.get(part)]
     old_inputs = stored.get("inputs")
     if not isinstance(old_inputs, dict):
         old_inputs = {}
-    if not old_inputs and not step.inputs:
-        return reasons
-    for p, rec in now["inputs"].items():
-        old = old_inputs.get(p)
-        old_sha = old.get("sha256") if isinstance(old, dict) else None
-        new_sha = rec.get("sha256") if rec else None
+    new_inputs = now.get("inputs", {})
+    for p, rec in new_inputs.items():
         if p not in old_inputs:
             reasons.append(f"input added: {p}")
-        elif new_sha != old_sha:
+        elif record_sha(rec) != record_sha(old_inputs[p]):
             reasons.append(f"input {'missing' if rec is None else 'changed'}: {p}")
     for p in old_inputs:
-        if p not in now["inputs"]:
+        if p not in new_inputs:
             reasons.append(f"input removed: {p}")
     return reasons
 
@@ -167,10 +241,10 @@ def check_artifacts(step: Step, stored: object) -> ArtifactCheck:
             st = os.stat(path)
         except OSError:
             return ArtifactCheck(False, f"artifact missing: {p}")
-        if old.get("size") == st.st_size and old.get("mtimeNs") == st.st_mtime_ns:
+        if same_stat(old, st):
             continue
         try:
-            same = sha256_file(path) == old["sha256"]
+            same = _hash(path, st) == old["sha256"]
         except OSError:
             same = False
         if not same:

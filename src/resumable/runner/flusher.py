@@ -17,9 +17,10 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
-Event = dict[str, Any]
+if TYPE_CHECKING:
+    from resumable.core.types import Event
 
 
 class Flusher:

@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from itertools import repeat
 from pathlib import Path
 from typing import Any
 
+from resumable.core import durations
 from resumable.core.plan import find_cycles
 from resumable.errors import InvalidInputError, UsageError
+from resumable.runner import inputs
+from resumable.runner.inputs import InputFile
 from resumable.runner.joblocate import Locator, Problems
 
 # Step ids become log file names and unit ids: keep them to a portable, traversal-free alphabet.
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 DEFAULT_JOB_FILE = "resumable.toml"
 DEFAULT_SHELL: tuple[str, ...] = ("/bin/sh", "-c")
@@ -83,6 +84,9 @@ class Job:
     # [job] reconcile = { ref = "main", repo = "." }: (ref, repository) to reconcile against git
     # before planning, so steps whose Task-Id trailer is integrated are skipped.
     reconcile: tuple[str, str] | None = None
+    # The files each step's inputs named when the job was loaded (``runner.inputs``): the plan
+    # reads their stats instead of asking the file system a second time.
+    input_files: Mapping[str, Sequence[InputFile]] = field(default_factory=dict)
 
     def step(self, step_id: str) -> Step:
         for s in self.steps:
@@ -96,28 +100,18 @@ class _Bad(ValueError):
 
 
 def _duration(value: object) -> float:
-    if isinstance(value, bool):
-        raise _Bad("expected a duration like 90, \"90s\", \"10m\" or \"2h\"")
-    if isinstance(value, (int, float)):
-        try:
-            seconds = float(value)
-        except OverflowError:  # an integer beyond float range (`timeout = 999...9`)
-            raise _Bad(f"duration must be a finite number >= 0, got a number of {len(str(abs(value)))}"
-                       " digits") from None
-    elif isinstance(value, str) and (m := _DURATION_RE.match(value)):
-        seconds = float(m.group(1)) * _UNITS[m.group(2)]
-    else:
-        raise _Bad(f"bad duration {value!r}; expected a number of seconds or \"90s\", \"10m\", \"2h\"")
-    if seconds < 0 or seconds != seconds or seconds == float("inf"):
-        raise _Bad(f"duration must be a finite number >= 0, got {value!r}")
-    return seconds
-
-
-def parse_duration(value: object, where: str) -> float:
-    """``90``, ``1.5``, ``"90s"``, ``"10m"``, ``"2h"``, ``"250ms"`` -> seconds (> 0)."""
     try:
-        return _duration(value)
-    except _Bad as exc:
+        return durations.seconds(value)
+    except durations.DurationError as exc:
+        raise _Bad(str(exc)) from None
+
+
+def parse_duration(value: object, where: str, *, minimum: float = 0.0) -> float:
+    """``90``, ``1.5``, ``"90s"``, ``"10m"``, ``"2h"``, ``"250ms"`` -> seconds, bounded
+    (``core.durations``: the one parser of every duration option and job-file key)."""
+    try:
+        return durations.seconds(value, minimum=minimum)
+    except durations.DurationError as exc:
         raise InvalidInputError(f"{where}: {exc}") from None
 
 
@@ -158,7 +152,8 @@ def default_job_name(path: Path) -> str:
 def _str_list(value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+    # map(), not a generator: every input list of a big job passes here
+    if not isinstance(value, list) or not all(map(isinstance, value, repeat(str))) or not all(value):
         raise _Bad("expected a list of non-empty strings")
     return tuple(value)
 
@@ -279,7 +274,8 @@ def load_job_file(path: str | os.PathLike[str], name_override: str | None = None
         text = fsio.read_bytes(str(p), follow=True).decode("utf-8")
     except FileNotFoundError:
         raise UsageError(
-            f"no job file {str(p)!r}; write one (see examples/resumable.toml) or pass --step ID:COMMAND"
+            f"no job file {str(p)!r}; write one (the format is in the runner's guide, docs/runner.md) or pass"
+            " --step ID:COMMAND"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"{p}: cannot read job file: {exc}") from exc
@@ -309,7 +305,8 @@ class _Reader:
     def unknown(self, known: frozenset[str], what: str) -> None:
         for key in self.raw:
             if key not in known:
-                self.problems.add(self.table, key, f"unknown {what} {key!r}; known: {', '.join(sorted(known))}")
+                self.problems.add(self.table, key, f"unknown {what} {key!r}{did_you_mean(key, known)}; known: "
+                                  f"{', '.join(sorted(known))}")
 
 
 def job_from_mapping(
@@ -328,30 +325,48 @@ def job_from_mapping(
     jr = _Reader(problems, "job", job)
     jr.unknown(_JOB_KEYS, "key")
     name = _job_name(job, path, name_override, problems)
-    d_timeout = jr.get("timeout", _duration, None)
-    d_retries = jr.get("retries", _int, 0)
-    d_backoff = jr.get("backoff", _duration, DEFAULT_BACKOFF)
-    d_jitter = jr.get("jitter", _fraction, DEFAULT_JITTER)
-    d_grace = jr.get("grace", _duration, DEFAULT_GRACE)
-    d_env = jr.get("env", _env, {})
-    d_cwd = os.path.normpath(os.path.join(base, jr.get("cwd", _dir, ".")))
-    d_shell = jr.get("shell", _shell, DEFAULT_SHELL)
-    d_env_items = tuple(sorted(d_env.items()))
+    defaults = _step_defaults(jr, base)
     reconcile = jr.get("reconcile", _reconcile, None)
     if reconcile is not None:
         reconcile = (reconcile[0], os.path.normpath(os.path.join(base, reconcile[1])))
-
     steps_data = data.get("steps")
     if not isinstance(steps_data, dict) or not steps_data:
         problems.add(None, None, "no steps; add at least one [steps.<id>] table with run = ...")
         steps_data = {}
-    steps: list[Step] = []
-    graph: dict[str, tuple[str, ...]] = {}
-    defaults: dict[str, Any] = {
-        "command": "", "shell": d_shell, "needs": (), "timeout": d_timeout, "retries": d_retries,
-        "backoff": d_backoff, "jitter": d_jitter, "grace": d_grace, "artifacts": (), "inputs": (),
-        "env": d_env_items, "cwd": d_cwd, "log": None,
+    steps = _read_steps(steps_data, defaults, problems)
+    graph = {s.id: s.needs for s in steps}
+    _check_needs(graph, problems)
+    input_files: dict[str, Sequence[InputFile]] = {}
+    if any(s.inputs for s in steps):
+        steps, input_files = _resolve_inputs(steps, problems)
+        graph = {s.id: s.needs for s in steps}
+    if not problems and not _acyclic(graph):
+        for cycle in find_cycles(graph):
+            problems.add(f"steps.{cycle[0]}", "needs", f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}")
+    problems.check()
+    assert name is not None
+    return Job(name=name, steps=tuple(steps), source=str(path), base_dir=str(base), reconcile=reconcile,
+               input_files=input_files)
+
+
+def _step_defaults(jr: _Reader, base: Path) -> dict[str, Any]:
+    """Every step field as the [job] table sets it (or the built-in default)."""
+    d_env = jr.get("env", _env, {})
+    return {
+        "command": "", "shell": jr.get("shell", _shell, DEFAULT_SHELL), "needs": (),
+        "timeout": jr.get("timeout", _duration, None), "retries": jr.get("retries", _int, 0),
+        "backoff": jr.get("backoff", _duration, DEFAULT_BACKOFF), "jitter": jr.get("jitter", _fraction, DEFAULT_JITTER),
+        "grace": jr.get("grace", _duration, DEFAULT_GRACE), "artifacts": (), "inputs": (),
+        "env": tuple(sorted(d_env.items())), "cwd": os.path.normpath(os.path.join(base, jr.get("cwd", _dir, "."))),
+        "log": None,
     }
+
+
+def _read_steps(steps_data: Mapping[str, Any], defaults: Mapping[str, Any], problems: Problems) -> list[Step]:
+    steps: list[Step] = []
+    d = defaults
+    simple = (d["shell"], (), d["timeout"], d["retries"], d["backoff"], d["jitter"], d["grace"], ())
+    env_items, cwd = d["env"], d["cwd"]
     for sid, raw in steps_data.items():
         table = f"steps.{sid}"
         bad_id = _id_problem(sid, "step id")
@@ -360,54 +375,100 @@ def job_from_mapping(
         if not isinstance(raw, dict):
             problems.add(table, None, "must be a table")
             continue
-        if len(raw) == 1 and "run" in raw:
-            # The commonest step by far, and the one a 100,000-step file is made of (fields in
+        n = len(raw)
+        if (n == 1 or (n == 2 and "inputs" in raw)) and "run" in raw:
+            # The commonest steps by far, and what a 100,000-step file is made of (fields in
             # declaration order: positional arguments are the cheapest to pass).
+            key = "run"
             try:
                 command = _command(raw["run"])
-            except _Bad as exc:
-                problems.add(table, "run", str(exc))
-                continue
-            graph[sid] = ()
-            steps.append(Step(sid, command, d_shell, (), d_timeout, d_retries, d_backoff, d_jitter, d_grace,
-                              (), (), d_env_items, d_cwd))
-            continue
-        if "run" not in raw:
-            problems.add(table, None, "missing run = \"command\" (or a list for argv)")
-        # One pass over the keys the step has (most have one or two): a 100,000-step file must not
-        # pay for every key it does not use.
-        values = dict(defaults)
-        for key, value in raw.items():
-            spec = _STEP_FIELDS.get(key)
-            if spec is None:
-                problems.add(table, key, f"unknown key {key!r}; known: {', '.join(sorted(_STEP_KEYS))}")
-                continue
-            try:
-                values[spec[0]] = spec[1](value)
+                key = "inputs"
+                ins = _str_list(raw["inputs"]) if n == 2 else ()
             except _Bad as exc:
                 problems.add(table, key, str(exc))
-        if "env" in raw:
-            env = dict(d_env)
-            env.update(values["env"] if isinstance(values["env"], dict) else {})
-            values["env"] = tuple(sorted(env.items()))
-        if "cwd" in raw:
-            values["cwd"] = os.path.normpath(os.path.join(d_cwd, values["cwd"]))
-        if values["log"]:
-            values["log"] = os.path.join(values["cwd"], values["log"])
-        graph[sid] = values["needs"]
-        steps.append(Step(id=sid, **values))
+                continue
+            steps.append(Step(sid, command, *simple, ins, env_items, cwd))
+            continue
+        steps.append(_read_step(sid, raw, defaults, problems))
+    return steps
+
+
+def _read_step(sid: str, raw: Mapping[str, Any], defaults: Mapping[str, Any], problems: Problems) -> Step:
+    table = f"steps.{sid}"
+    if "run" not in raw:
+        problems.add(table, None, "missing run = \"command\" (or a list for argv)")
+    # One pass over the keys the step has (most have one or two): a 100,000-step file must not
+    # pay for every key it does not use.
+    values = dict(defaults)
+    for key, value in raw.items():
+        spec = _STEP_FIELDS.get(key)
+        if spec is None:
+            problems.add(table, key, f"unknown key {key!r}{did_you_mean(key, _STEP_KEYS)}; known: "
+                         f"{', '.join(sorted(_STEP_KEYS))}")
+            continue
+        try:
+            values[spec[0]] = spec[1](value)
+        except _Bad as exc:
+            problems.add(table, key, str(exc))
+    if "env" in raw:
+        env = dict(defaults["env"])
+        env.update(values["env"] if isinstance(values["env"], dict) else {})
+        values["env"] = tuple(sorted(env.items()))
+    if "cwd" in raw:
+        values["cwd"] = os.path.normpath(os.path.join(defaults["cwd"], values["cwd"]))
+    if values["log"]:
+        values["log"] = os.path.join(values["cwd"], values["log"])
+    return Step(id=sid, **values)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'combine'?)`` for the closest known name, or "" when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _check_needs(graph: Mapping[str, tuple[str, ...]], problems: Problems) -> None:
     for sid, needs in graph.items():
         for dep in needs:
             if dep == sid:
                 problems.add(f"steps.{sid}", "needs", "a step cannot need itself")
             elif dep not in graph:
-                problems.add(f"steps.{sid}", "needs", f"unknown step {dep!r} in needs")
-    if not problems and not _acyclic(graph):
-        for cycle in find_cycles(graph):
-            problems.add(f"steps.{cycle[0]}", "needs", f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}")
-    problems.check()
-    assert name is not None
-    return Job(name=name, steps=tuple(steps), source=str(path), base_dir=str(base), reconcile=reconcile)
+                problems.add(f"steps.{sid}", "needs", f"unknown step {dep!r} in needs{did_you_mean(dep, graph)}")
+
+
+def _resolve_inputs(steps: list[Step], problems: Problems
+                    ) -> tuple[list[Step], dict[str, Sequence[InputFile]]]:
+    """Every input expanded to the files it names (kept for the plan: each is stat'ed once). A path
+    that names nothing is a problem, unless another step declares it (or, for a glob or a
+    directory, something it covers) as an artifact: then the step needs that step."""
+    artifacts = {inputs.resolve(s.cwd, a): s.id for s in steps for a in s.artifacts}
+    out: list[Step] = []
+    found: dict[str, Sequence[InputFile]] = {}
+    for step in steps:
+        if not step.inputs:
+            out.append(step)
+            continue
+        files, missing = inputs.expand(step.cwd, step.inputs)
+        found[step.id] = files
+        if not artifacts and not missing:
+            out.append(step)
+            continue
+        extra: list[str] = []
+        if artifacts:
+            for pattern in step.inputs:
+                extra.extend(p for p in inputs.producers(step.cwd, pattern, artifacts)
+                             if p != step.id and p not in step.needs and p not in extra)
+        unmade = [m for m in missing if not inputs.producers(step.cwd, m, artifacts)] if artifacts else missing
+        if unmade:
+            what = ", ".join(map(repr, unmade))
+            problems.add(f"steps.{step.id}", "inputs",
+                         f"no file matches {what}" if all(map(inputs.is_glob, unmade)) else
+                         f"input not found: {what} (no such file or directory, and no step declares it as an"
+                         " artifact)")
+        out.append(replace(step, needs=(*step.needs, *extra)) if extra else step)
+    return out, found
 
 
 def _acyclic(graph: Mapping[str, tuple[str, ...]]) -> bool:

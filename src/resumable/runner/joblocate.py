@@ -121,3 +121,16 @@ class Problems:
         if self.found:
             ordered = [text for _, text in sorted(self.found, key=lambda f: f[0])]
             raise JobFileError(self.loc.path, ordered, self.more)
+
+
+def find_job_file(name: str, start: str | None = None) -> Path | None:
+    """The nearest ``name`` walking up from ``start`` (default: the current directory), as the runs
+    directory is found: shown as ``name`` when it is here, else by its absolute path."""
+    import os
+
+    here = Path(start or os.getcwd()).absolute()
+    for d in (here, *here.parents):
+        candidate = d / name
+        if candidate.is_file():
+            return Path(name) if d == here else candidate
+    return None

@@ -20,7 +20,8 @@ Duration = float | int | str | None
 
 @dataclass(frozen=True)
 class RunOptions:
-    jobfile: str | None = None  # the TOML job file; None with steps: ./resumable.toml
+    jobfile: str | None = None  # the TOML job file; None: resumable.toml, here or in a parent directory
+    targets: tuple[str, ...] = ()  # steps to run with everything they need (make's targets); () = all
     job: str | None = None  # the job name = run id (--job)
     steps: tuple[str, ...] = ()  # the seed's --step ID:COMMAND, in order
     state_dir: str | None = None  # --dir / --state-dir: the runs directory
@@ -42,7 +43,8 @@ class RunOptions:
     reset: bool = False
     status: bool = False
     quiet: bool = False
-    verbose: bool = False
+    verbose: bool = False  # also a line per skipped step; and streams, as ``stream``
+    stream: bool = False  # print each running step's output lines, prefixed with its id
 
     def __post_init__(self) -> None:
         if self.jobs < 0:
@@ -51,8 +53,8 @@ class RunOptions:
             raise UsageError("retries must be >= 0")
         if self.max_failures is not None and self.max_failures < 1:
             raise UsageError("max_failures must be >= 1")
-        if self.quiet and self.verbose:
-            raise UsageError("--quiet and --verbose do not go together")
+        if self.quiet and (self.verbose or self.stream):
+            raise UsageError(f"--quiet and {'--verbose' if self.verbose else '--stream'} do not go together")
 
     @classmethod
     def from_api(cls, jobfile: str | os.PathLike[str] | None = None, **kw: Any) -> RunOptions:
@@ -69,17 +71,28 @@ class RunOptions:
         for name in ("state_dir", "logs_dir"):
             if kw.get(name) is not None:
                 kw[name] = os.fspath(kw[name])
-        for name in ("steps", "step_timeouts", "step_artifacts", "step_logs"):
+        for name in ("steps", "step_timeouts", "step_artifacts", "step_logs", "targets"):
             value = kw.get(name, ())
             if isinstance(value, str):
                 raise UsageError(f"{name} must be a list of strings, not one string")
             kw[name] = tuple(str(v) for v in value)
         return cls(jobfile=os.fspath(jobfile) if jobfile is not None else None, **kw)
 
+    @staticmethod
+    def split_args(args: tuple[str, ...], with_steps: bool) -> tuple[str | None, tuple[str, ...]]:
+        """``resumable run [JOBFILE] [STEP]...``: (the job file, the target steps). The first
+        argument is the job file when it ends in ``.toml`` or holds a ``/`` (a step id can do
+        neither: ids have no ``/``, and a job file of another name is given as ``./name``); with
+        ``--step`` flags every argument is a step."""
+        if args and not with_steps and (args[0].endswith(".toml") or "/" in args[0]):
+            return args[0], args[1:]
+        return None, args
+
     def replay_args(self) -> list[str]:
         """The arguments of ``resumable run`` that resume this run: everything that shapes the job
         and how it runs, none of the one-shot actions (force, reset, dry-run, explain, status)."""
         argv: list[str] = [self.jobfile] if self.jobfile else []
+        argv.extend(self.targets)
 
         def add(flag: str, value: object) -> None:
             if value is None or value is False:

@@ -16,7 +16,7 @@ import select
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from resumable.core import policy, verbs
 from resumable.core.policy import JobRules, RetryPolicy
@@ -32,6 +32,7 @@ from resumable.runner.attempt import (
     finished_attempt,
     next_attempt_number,
 )
+from resumable.runner.cutoff import Cutoff
 from resumable.runner.explain import Decision
 from resumable.runner.flusher import Flusher
 from resumable.runner.jobfile import Job, Step
@@ -39,6 +40,9 @@ from resumable.runner.launcher import Launcher
 from resumable.runner.process import TOKEN_ENV, Spawner, StepHandle
 from resumable.runner.writer import SafeWriter
 from resumable.store.values import LeftoverGroup
+
+if TYPE_CHECKING:
+    from resumable.core.types import Event
 
 _MAX_WAIT = 0.1  # an interrupt or a display tick is noticed within this long
 
@@ -49,6 +53,7 @@ class Reporter(Protocol):
     def step_finished(self, step: Step, attempt: int, status: str, duration: float,
                       exit_code: int | None, log: str, retry_in: float | None) -> None: ...
     def step_blocked(self, step: Step, root: str) -> None: ...
+    def step_skipped(self, step: Step, reason: str) -> None: ...
     def warn(self, message: str) -> None: ...
     def notice(self, message: str) -> None: ...
     def tick(self) -> None: ...
@@ -123,6 +128,7 @@ class Scheduler:
         self.order = {s.id: i for i, s in enumerate(job.steps)}
         self.needs = {s.id: s.needs for s in job.steps}
         self.rules = JobRules(options.keep_going, options.max_failures)
+        self.cut = Cutoff(decisions, units)
         self.interrupts = 0
         self.out = Outcome()
         self.handled_interrupts = 0
@@ -135,7 +141,7 @@ class Scheduler:
             self.launcher = Launcher(spawner, launch_threads)
             self.flusher = Flusher(lambda label, events, lazy: self.w.write(label, events, lazy=lazy))
         # The pass's batch: events to commit, then what to do once they are durable.
-        self._events: list[dict[str, Any]] = []
+        self._events: list[Event] = []
         self._what: list[str] = []
         self._after: list[Callable[[], None]] = []
 
@@ -191,11 +197,19 @@ class Scheduler:
         handled_interrupts = 0
 
         def release(sid: str) -> None:
-            for child in self.dependents.get(sid, ()):
-                if state[child] == "waiting":
-                    unmet[child] -= 1
-                    if unmet[child] == 0:
-                        heapq.heappush(ready, (self.order[child], child))
+            done = [sid]  # a stack, not recursion: a step cut off early releases its own dependents
+            while done:
+                for child in self.dependents.get(done.pop(), ()):
+                    if state[child] == "waiting":
+                        unmet[child] -= 1
+                        if unmet[child] == 0:
+                            kept = self.cut.keeps_done(self.steps[child])
+                            if kept is not None:
+                                state[child] = "skipped"
+                                self._later(self.reporter.step_skipped, self.steps[child], kept)
+                                done.append(child)
+                            else:
+                                heapq.heappush(ready, (self.order[child], child))
 
         while True:
             if self.flusher is not None:
@@ -329,7 +343,7 @@ class Scheduler:
 
     # -- the batch ------------------------------------------------------------------------------
 
-    def _record(self, what: str, event: dict[str, Any]) -> None:
+    def _record(self, what: str, event: Event) -> None:
         self._events.append(event)
         self._what.append(what)
 
@@ -361,6 +375,8 @@ class Scheduler:
         for event, (child, root) in zip(blocked.events, blocked.steps.items(), strict=True):
             state[child] = "dep_blocked"
             self.blocked_root[child] = root
+            if self.cut.is_pending(child):
+                continue  # still done in the run (it may yet be cut off): not demoted, not reported
             self._record(f"{child} -> dep_blocked", event)
             self._later(self.reporter.step_blocked, self.steps[child], root)
 
@@ -414,6 +430,11 @@ class Scheduler:
         prev_fp = unit.get("fingerprint") if isinstance(unit, Mapping) else None
         # Taken before the process starts: an input edited while the step runs must re-run it.
         fprint = fp.fingerprint(step, prev_fp if isinstance(prev_fp, Mapping) else None)
+        if self.cut.applies(step):
+            fprint["needs"] = policy.upstream_record(self.cut.upstream(step))  # for early cutoff next time
+        why = self.cut.invalidations.pop(step.id, None)
+        if why is not None:  # a done step that was not cut off after all
+            self._record(f"{step.id} -> invalidated", verbs.invalidate(step.id, why))
         wall = self.wallclock()
         # Dependencies and the command only when they changed (a new unit has them from the start).
         known = unit if isinstance(unit, dict) else {}
@@ -475,6 +496,7 @@ class Scheduler:
             self.out.last_exit[step.id] = exit_code
             self.out.logs[step.id] = a.log
         else:
+            self.cut.finished(step.id, event.get("fields", {}).get("artifacts"))
             if self.groups is not None:
                 process.forget_started(self.groups.secret, self.job.name, step.id)
             self._later(self.reporter.step_finished, step, a.n, status, round(now - a.started, 3), exit_code,

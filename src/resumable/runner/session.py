@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resumable import store
@@ -24,6 +25,7 @@ from resumable.runner.options import RunOptions
 from resumable.runner.writer import SafeWriter
 
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.store.backend import Backend, RunHandle, RunnerLease
 
 
@@ -45,7 +47,17 @@ def load_job(opts: RunOptions) -> Job:
                         ("--step-log", opts.step_logs)):
         if value:
             raise UsageError(f"{flag} needs --step flags; in a job file set it on the step")
-    job = load_job_file(opts.jobfile or DEFAULT_JOB_FILE, name_override=opts.job)
+    if opts.jobfile:
+        path: str | Path = opts.jobfile
+    else:
+        from resumable.runner.joblocate import find_job_file
+
+        found = find_job_file(DEFAULT_JOB_FILE)
+        if found is None:
+            raise UsageError(f"no job file {DEFAULT_JOB_FILE!r} here or in a parent directory; write one (the"
+                             " format is in the runner's guide, docs/runner.md) or pass --step ID:COMMAND")
+        path = found
+    job = load_job_file(path, name_override=opts.job)
     # Command-line defaults override the file's, for one invocation.
     over: dict[str, Any] = {}
     for name in ("timeout", "retries", "backoff", "grace"):
@@ -111,33 +123,65 @@ def _run(opts: RunOptions) -> int:
             return reset(backend, name, quiet=opts.quiet, dry_run=opts.dry_run)
         assert job is not None
         handle = backend.open(name)
+        work = selection(job, opts.targets)
         if opts.explain or opts.dry_run:
-            doc = handle.load() or {}
-            units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
-            assert isinstance(units, dict)
-            if job.reconcile is not None:
-                units = reconciled_view(job, doc, units)
-            decisions = explain.plan(job, units, force=opts.force)
-            from resumable.core.text import escape_controls
-
-            if opts.explain:
-                print(escape_controls(decisions[job.step(opts.explain).id].line()))
-                return 0
-            # Reasons carry file names (inputs, artifacts): data, escaped. One write for all the
-            # lines: a 100,000-step plan prints in a blink.
-            lines = [d.line() for d in decisions.values()]
-            n = sum(d.run for d in decisions.values())
-            lines.append(f"{n} to run, {len(decisions) - n} to skip (dry run: nothing executed or written)")
-            sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
-            return 0
+            return preview(job, work, handle, opts)
         from resumable.store.backend import WorkQueue
 
         if isinstance(backend, WorkQueue):  # a store whose steps run on workers
+            if opts.targets:
+                raise UsageError("target steps are not supported with a PostgreSQL store yet; run the whole"
+                                 " job, or run the targets with a runs directory (--dir)")
             from resumable.runner.submission import run_job_on
             return run_job_on(job, backend, opts)
-        return execute(job, backend, handle, opts)
+        return execute(job, backend, handle, opts, work)
     finally:
         backend.close()
+
+
+def selection(job: Job, targets: tuple[str, ...]) -> Job:
+    """The job cut down to the target steps and everything they need (the whole job without
+    targets); a target the job does not have is refused, with the closest id."""
+    if not targets:
+        return job
+    from resumable.core.plan import needed_by
+    from resumable.runner.jobfile import did_you_mean
+
+    ids = [s.id for s in job.steps]
+    known = set(ids)
+    for t in targets:
+        if t not in known:
+            raise UsageError(f"job {job.name!r} has no step {t!r}{did_you_mean(t, ids)}; its steps are listed by"
+                             " `resumable run --dry-run`")
+    keep = needed_by({s.id: s.needs for s in job.steps}, targets)
+    return replace(job, steps=tuple(s for s in job.steps if s.id in keep))
+
+
+def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions) -> int:
+    """--dry-run and --explain: the decisions, printed; nothing executed or written."""
+    from resumable.core.text import escape_controls
+
+    doc = handle.load() or {}
+    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
+    assert isinstance(units, dict)
+    if job.reconcile is not None:
+        units = reconciled_view(job, doc, units)
+    decisions = explain.plan(work, units, force=opts.force)
+    if opts.explain:
+        step = job.step(opts.explain).id
+        d = decisions.get(step)
+        line = d.line() if d is not None else f"skip  {step}: not selected (not needed by {', '.join(opts.targets)})"
+        print(escape_controls(line))
+        return 0
+    # Reasons carry file names (inputs, artifacts): data, escaped. One write for all the
+    # lines: a 100,000-step plan prints in a blink.
+    lines = [d.line() for d in decisions.values()]
+    n = sum(d.run for d in decisions.values())
+    others = len(job.steps) - len(work.steps)
+    rest = f", {others} not selected" if others else ""
+    lines.append(f"{n} to run, {len(decisions) - n} to skip{rest} (dry run: nothing executed or written)")
+    sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
+    return 0
 
 
 def reset(backend: Backend, run_id: str, *, quiet: bool, dry_run: bool = False) -> int:
@@ -182,12 +226,12 @@ def reap_leftovers(lease: RunnerLease, warn: Any) -> None:
              f" (pids {', '.join(map(str, stopped[:10]))}{' …' if len(stopped) > 10 else ''})")
 
 
-def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> int:
-    from resumable.runner.attempt import next_attempt_number
+def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, work: Job | None = None) -> int:
+    """Run ``work`` (the job's selected steps; default all of them) under the runner lease."""
     from resumable.runner.display import make_reporter
-    from resumable.runner.scheduler import Options, Scheduler, install_signal_handlers
 
-    reporter = make_reporter(opts.quiet, verbose=opts.verbose)
+    work = work or job
+    reporter = make_reporter(opts.quiet, verbose=opts.verbose, stream=opts.stream or opts.verbose)
     lease = backend.lease(job.name)
     lease.acquire()  # refuses (exit 2) when another runner is live
     try:
@@ -199,26 +243,22 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
                                              units=[s.id for s in job.steps], launch=launch)])
         doc = writer.doc
         units = _units(doc)
-        now = stamp(time.time(), ms=True)
-        # A unit still in_progress belongs to a runner that died (we hold the lease and reaped its
-        # processes): its attempt counts, and is closed as interrupted before the step runs again.
-        closing: list[dict[str, Any]] = []
-        for sid, u in units.items():
-            if isinstance(u, dict) and u.get("status") == "in_progress":
-                n = next_attempt_number(u) - 1
-                att = {"n": n, "status": "interrupted", "finishedAt": now} if n > 0 else None
-                closing.append(verbs.unit(sid, "interrupted", note="runner died during this step", attempt=att))
+        closing = close_dead_attempts(writer, units)
         if closing:
-            writer.write(f"{len(closing)} interrupted step(s) of a dead runner", closing)
             units = _units(writer.doc) or units
         if job.reconcile is not None and reconcile(job, writer, doc, reporter):
             units = _units(writer.doc) or units
-        decisions = explain.plan(job, units, force=opts.force)
+        decisions = explain.plan(work, units, force=opts.force)
         marks = removal_marks(job, units)
-        if not closing and not marks and nothing_to_do(job, doc, decisions, launch):
+        # Inputs touched with their content unchanged: their new stats are stored (not hashed again).
+        refresh: list[Event] = [verbs.unit(sid, "done", fields={"fingerprint": d.refresh})
+                                for sid, d in decisions.items() if d.refresh is not None]
+        if not closing and not marks and nothing_to_do(work, doc, decisions, launch):
             # As make with nothing to do: no write at all (a 100,000-step run would otherwise
             # rewrite its whole snapshot to record that nothing happened).
-            reporter.start(job, decisions, {})
+            if refresh:
+                writer.write(f"{len(refresh)} step(s) with touched inputs", refresh, lazy=True)
+            reporter.start(work, decisions, {})
             reporter.close()
             removed = removed_count(units, {s.id for s in job.steps})
             print(f"{job.name}: done ({summary_of(['skipped'] * len(decisions), removed)})")
@@ -227,54 +267,12 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         # One batch (one flush) for every step's bookkeeping before the work starts, however many.
         # Removal marks come first: each restates its unit's state as planned, before an
         # invalidation below may change that state.
-        prepare: list[dict[str, Any]] = marks
-        for s in job.steps:
-            d = decisions[s.id]
-            if d.invalidate:
-                prepare.append(verbs.invalidate(s.id, d.reason))
-            elif s.id not in units:
-                prepare.append(verbs.unit(s.id, "pending", deps=list(s.needs), fields={"command": s.command_text}))
-            elif policy.needs_unrecorded(units.get(s.id), s.needs):
-                prepare.append(verbs.unit(s.id, "pending", deps=list(s.needs)))
+        prepare = [*marks, *refresh, *_bookkeeping(work, decisions, units)]
         if prepare:
             writer.write(f"{len(prepare)} step(s) to run: invalidations and new units", prepare, lazy=True)
-
-        logs_dir = os.path.abspath(opts.logs_dir) if opts.logs_dir else handle.log_dir()
-        warned: list[str] = []
-
-        def log_path(step: Step, n: int) -> str:
-            if step.log:
-                return step.log
-            numbered = os.path.join(logs_dir, f"{step.id}.{n}.log")
-            if opts.logs_dir:
-                # The seed's name for a step's log, DIR/<id>.log, is the latest attempt's.
-                from resumable.runner import latestlog
-
-                problem = latestlog.point(numbered, latestlog.latest_name(logs_dir, step.id))
-                if problem is not None and not warned:
-                    warned.append(problem)  # once: a filesystem without hard links fails them all
-                    reporter.warn(problem)
-            return numbered
-
-        jobs = opts.jobs if opts.jobs > 0 else (os.cpu_count() or 1)
-        sched = Scheduler(
-            job, writer, units, decisions,
-            Options(jobs=opts.jobs, keep_going=opts.keep_going, max_failures=opts.max_failures,
-                    force=opts.force),
-            spawner=process.spawn, reporter=reporter, log_path=log_path, groups=lease,
-            # Starting processes is most of a short step's cost: with parallel slots, start them
-            # side by side (runner.launcher); one slot gains nothing from a thread.
-            launch_threads=min(jobs, 4) if jobs > 1 else 0,
-        )
-        settle_memory()
-        reporter.start(job, decisions, _estimates(units) if reporter.wants_estimates else {})
-        restore = install_signal_handlers(sched)
-        try:
-            out = sched.run()
-        finally:
-            restore()
-            reporter.close()
-        code = conclude(job, writer, out, launch, reporter, quiet=opts.quiet)
+        out = _schedule(work, writer, units, decisions, opts, reporter, lease, handle)
+        code = conclude(job, writer, out, launch, reporter, quiet=opts.quiet,
+                        selected={s.id for s in work.steps} if work is not job else None)
         try:
             # Large runs refresh the snapshot on a budget: leave it exact for `cat` and `jq`.
             writer.store.close()
@@ -283,6 +281,92 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions) -> 
         return code
     finally:
         lease.release()
+
+
+def close_dead_attempts(writer: SafeWriter, units: Mapping[str, Any]) -> list[Event]:
+    """A unit still in_progress belongs to a runner that died (we hold the lease and reaped its
+    processes): its attempt counts, and is closed as interrupted before the step runs again."""
+    from resumable.runner.attempt import next_attempt_number
+
+    now = stamp(time.time(), ms=True)
+    closing: list[Event] = []
+    for sid, u in units.items():
+        if isinstance(u, dict) and u.get("status") == "in_progress":
+            n = next_attempt_number(u) - 1
+            att = {"n": n, "status": "interrupted", "finishedAt": now} if n > 0 else None
+            closing.append(verbs.unit(sid, "interrupted", note="runner died during this step", attempt=att))
+    if closing:
+        writer.write(f"{len(closing)} interrupted step(s) of a dead runner", closing)
+    return closing
+
+
+def _bookkeeping(work: Job, decisions: Mapping[str, explain.Decision], units: Mapping[str, Any]) -> list[Event]:
+    """The invalidations of done steps that run again, the units of steps new to the run, and the
+    needs of units not started yet that lack them (as a submit records them)."""
+    out: list[Event] = []
+    for s in work.steps:
+        d = decisions[s.id]
+        if d.invalidate:
+            out.append(verbs.invalidate(s.id, d.reason))
+        elif s.id not in units:
+            out.append(verbs.unit(s.id, "pending", deps=list(s.needs), fields={"command": s.command_text}))
+        elif policy.needs_unrecorded(units.get(s.id), s.needs):
+            out.append(verbs.unit(s.id, "pending", deps=list(s.needs)))  # `resume` and `get` read its needs
+    return out
+
+
+def _log_path(opts: RunOptions, handle: RunHandle, warn: Any, follow: Any = None) -> Any:
+    """Where each attempt's log goes: the step's own ``log``, else ``<logs-dir>/<id>.<n>.log``;
+    ``follow(step, n, path)`` is told each (live output reads the logs)."""
+    logs_dir = os.path.abspath(opts.logs_dir) if opts.logs_dir else handle.log_dir()
+    warned: list[str] = []
+
+    def log_path(step: Step, n: int) -> str:
+        path = _where(step, n)
+        if follow is not None:
+            follow(step.id, n, path)
+        return path
+
+    def _where(step: Step, n: int) -> str:
+        if step.log:
+            return step.log
+        numbered = os.path.join(logs_dir, f"{step.id}.{n}.log")
+        if opts.logs_dir:
+            # The seed's name for a step's log, DIR/<id>.log, is the latest attempt's.
+            from resumable.runner import latestlog
+
+            problem = latestlog.point(numbered, latestlog.latest_name(logs_dir, step.id))
+            if problem is not None and not warned:
+                warned.append(problem)  # once: a filesystem without hard links fails them all
+                warn(problem)
+        return numbered
+
+    return log_path
+
+
+def _schedule(work: Job, writer: SafeWriter, units: Mapping[str, Any], decisions: Mapping[str, explain.Decision],
+              opts: RunOptions, reporter: Any, lease: RunnerLease, handle: RunHandle) -> Any:
+    """The steps run, interruptible: the scheduler's outcome."""
+    from resumable.runner.scheduler import Options, Scheduler, install_signal_handlers
+
+    jobs = opts.jobs if opts.jobs > 0 else (os.cpu_count() or 1)
+    sched = Scheduler(
+        work, writer, units, decisions,
+        Options(jobs=opts.jobs, keep_going=opts.keep_going, max_failures=opts.max_failures, force=opts.force),
+        spawner=process.spawn, reporter=reporter, groups=lease,
+        log_path=_log_path(opts, handle, reporter.warn, reporter.will_log if reporter.follower else None),
+        # Starting processes is most of a short step's cost: with parallel slots, start them
+        # side by side (runner.launcher); one slot gains nothing from a thread.
+        launch_threads=min(jobs, 4) if jobs > 1 else 0,
+    )
+    settle_memory()
+    reporter.start(work, decisions, _estimates(units) if reporter.wants_estimates else {})
+    restore = install_signal_handlers(sched)
+    try:
+        return sched.run()
+    finally:
+        restore()
+        reporter.close()
 
 
 def nothing_to_do(job: Job, doc: Mapping[str, Any], decisions: Mapping[str, explain.Decision],
@@ -311,7 +395,7 @@ def reconcile(job: Job, writer: SafeWriter, doc: Mapping[str, Any], reporter: An
     plan = plan_reconcile(doc, repo, ref, [s.id for s in job.steps], run_id=job.name)
     for warning in plan.warnings:
         reporter.warn(warning)
-    events = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
+    events: list[Event] = [verbs.unit(uid, "done", note=payload) if kind == "unit" else verbs.item(payload)
               for kind, uid, payload in plan.writes]
     if events:
         writer.write(f"reconcile against {ref}", events)

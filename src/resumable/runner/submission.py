@@ -28,13 +28,18 @@ def submit_job(queue: Any, job: Job, *, launch: dict[str, Any], force: bool = Fa
     and the decisions (run or skip, and why), taken on the run's document under its lock."""
     decided: dict[str, explain.Decision] = {}
 
+    steps: list[dict[str, Any]] = [
+        {"id": s.id, "needs": list(s.needs), "spec": to_spec(s) | {"fingerprint": fingerprint(s)},
+         "command": s.command_text} for s in job.steps]
+
     def plan(units: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         decided.clear()
         decided.update(explain.plan(job, units, force=force))
+        for s in steps:
+            # A done step waiting for its needs (early cutoff): the claim decides, by core.policy.
+            s["spec"]["cutoff"] = decided[s["id"]].cutoff
         return {sid: {"run": d.run, "reason": d.reason, "invalidate": d.invalidate} for sid, d in decided.items()}
 
-    steps = [{"id": s.id, "needs": list(s.needs), "spec": to_spec(s) | {"fingerprint": fingerprint(s)},
-              "command": s.command_text} for s in job.steps]
     options = {"keep_going": keep_going, "max_failures": max_failures, "source": job.source}
     out: dict[str, Any] = queue.submit(job.name, task=f"resumable run {job.name}", launch=launch, steps=steps,
                                        plan=plan, options=options,
@@ -49,6 +54,8 @@ class ReporterSink:
         self.reporter = reporter
 
     def started(self, claim: ClaimLike, step: Step) -> None:
+        if self.reporter.follower is not None:
+            self.reporter.will_log(step.id, claim.n, step.log or claim.log)
         self.reporter.step_started(step, claim.n)
 
     def finished(self, claim: ClaimLike, step: Step, status: str, duration: float, exit_code: int | None,
@@ -103,7 +110,7 @@ def launch_of(command: str, args: list[str]) -> dict[str, Any]:
 
 def run_job_on(job: Job, queue: Any, opts: RunOptions) -> int:
     """``resumable run`` on a work-queue store: submit, then work on this run until it ends."""
-    reporter = make_reporter(opts.quiet, verbose=opts.verbose)
+    reporter = make_reporter(opts.quiet, verbose=opts.verbose, stream=opts.stream or opts.verbose)
     launch = launch_of("run", opts.replay_args())
     _, decisions = submit_job(queue, job, launch=launch, force=opts.force, keep_going=opts.keep_going,
                               max_failures=opts.max_failures)

@@ -237,6 +237,8 @@ class Worker:
         # another host's copy of a file may share both and still differ.
         prev = c.unit.get("fingerprint") if c.unit.get("fingerprintHost") == self.info.host else None
         fprint = fp.fingerprint(step, prev if isinstance(prev, Mapping) else None)
+        if "upstream" in c.spec:  # what its needs made, as the store read them when it was claimed
+            fprint["needs"] = c.spec["upstream"]
         differs = fingerprint_differences(c.spec.get("fingerprint"), fprint)
         env = dict(self.env)
         env.update(step.env)

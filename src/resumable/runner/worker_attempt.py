@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resumable.core.policy import RetryPolicy
+from resumable.runner import fingerprint as fp
 from resumable.runner import process
 from resumable.runner.attempt import attempt_record, classify
 from resumable.runner.jobfile import Step
@@ -84,7 +85,7 @@ def fingerprint_differences(submitted: object, here: dict[str, Any]) -> list[str
     assert isinstance(theirs, dict)
     for path, rec in here.get("inputs", {}).items():
         old = theirs.get(path)
-        if (old or {}).get("sha256") != (rec or {}).get("sha256"):
+        if fp.record_sha(old) != fp.record_sha(rec):
             out.append(f"input {'missing' if rec is None else 'differs'}: {path}")
     return out
 

@@ -17,9 +17,12 @@ from resumable.core import verbs
 from resumable.errors import CorruptRunError, NewerFormatError, RefusedError, StoreError
 
 if TYPE_CHECKING:
-    from resumable.store.backend import RunHandle
+    from typing import TypeVar
 
-Event = dict[str, Any]
+    from resumable.core.types import BeginEvent, Event, FinalizeEvent
+
+    Clocked = TypeVar("Clocked", BeginEvent, FinalizeEvent)
+    from resumable.store.backend import RunHandle
 
 
 @dataclass
@@ -102,7 +105,7 @@ class SafeWriter:
     def invalidate(self, unit_id: str, reason: str) -> bool:
         return self.write(f"{unit_id} invalidation", [verbs.invalidate(unit_id, reason)])
 
-    def item(self, items: list[dict[str, Any]]) -> bool:
+    def item(self, items: object) -> bool:
         return self.write("open items", [verbs.item(items)])
 
     def resolve(self, ids: Sequence[str]) -> bool:
@@ -131,7 +134,7 @@ class SafeWriter:
             isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT))
 
 
-def _clocked(event: Event) -> Event:
+def _clocked(event: Clocked) -> Clocked:
     """The event with its time in milliseconds (``clock``): a session's length is counted from
     these, so that a run of 0.8 s does not read as 0 or 1 s."""
     import time

@@ -24,22 +24,28 @@ The PostgreSQL store is also a ``WorkQueue`` (below), for workers on many hosts 
 worker``): a declared capability, checked with ``isinstance(backend, WorkQueue)``, never by
 probing for methods.
 
+It also imports an exported run whole, in one transaction (``RunImporter``: ``import_run(run_id,
+batches, blobs)``).
+
+
 Its ``RunHandle`` is the same protocol as the file store's; ``wait_for_change`` follows ``NOTIFY``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, RunEntry
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
     from resumable.core.policy import RetryPolicy, Settled
 
-__all__ = ["Backend", "ClaimLike", "Doc", "Event", "GcResult", "LeaseState", "LeaseSurvey", "LeftoverGroup",
-           "ListenerLike", "Record", "RunEntry", "RunHandle", "RunnerLease", "WorkQueue"]
+__all__ = ["Backend", "ClaimLike", "DigestReading", "Digests", "Doc", "Event", "GcResult", "LeaseState",
+           "LeaseSurvey", "LeftoverGroup", "ListenerLike", "Record", "RunEntry", "RunHandle", "RunImporter",
+           "RunnerLease", "UnitDigest", "WorkQueue"]
 
 
 class RunnerLease(Protocol):
@@ -94,19 +100,16 @@ class RunnerLease(Protocol):
     def release(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
 class LeaseState:
     """What a run's runner lease says, read without taking it (``LeaseSurvey``)."""
 
-    __slots__ = ("held", "newer", "run_id", "secrets", "where")
-
-    def __init__(self, run_id: str, where: str, held: bool | None, newer: int | None,
-                 secrets: frozenset[str]) -> None:
-        self.run_id = run_id
-        self.where = where  # the lease, for people (a lease file's path)
-        self.held = held  # None: this host cannot tell (a runner on another host)
-        self.newer = newer  # the format, when a newer resumable wrote it (then nothing else is read)
-        # Secrets of the runners it names, whose processes may still run once no runner holds it.
-        self.secrets = secrets
+    run_id: str
+    where: str  # the lease, for people (a lease file's path)
+    held: bool | None  # None: this host cannot tell (a runner on another host)
+    newer: int | None  # the format, when a newer resumable wrote it (then nothing else is read)
+    # Secrets of the runners it names, whose processes may still run once no runner holds it.
+    secrets: frozenset[str]
 
 
 @runtime_checkable
@@ -117,6 +120,31 @@ class LeaseSurvey(Protocol):
     def runner_leases(self) -> list[LeaseState]:
         """Every run's runner lease, by run id, read without taking any; ``StoreError`` when the
         store cannot be listed."""
+        ...
+
+
+class Digests(Protocol):
+    """A run read without decoding its units whole: ``doc`` is the document with each unit replaced
+    by its digest (a unit's ``status``, ``dependsOn``, ``removed`` and a ``note`` that starts with
+    ``reconciled-from-trailer``; a malformed unit as it is), all that counting readers look at."""
+
+    @property
+    def doc(self) -> Doc: ...
+
+    def units(self, ids: Iterable[str]) -> dict[str, Any] | None:
+        """The whole values of those units (the ones the run has) as of ``doc``; None when the store
+        moved on meanwhile (read the whole document then)."""
+        ...
+
+
+@runtime_checkable
+class DigestReading(Protocol):
+    """A handle that can read a large run's digests (a runs directory keeps an index for it): what
+    ``get --summary``, ``resume`` and ``status`` read, in a fraction of a whole load's time and
+    memory."""
+
+    def load_digests(self) -> Digests | None:
+        """The run's digests, or None when only the whole document answers (``load``)."""
         ...
 
 
@@ -192,6 +220,18 @@ class RunHandle(Protocol):
         ...
 
 
+@runtime_checkable
+class UnitDigest(Protocol):
+    """A handle that can read a little of every unit without holding every unit (a runs directory's,
+    when its snapshot is current): what answers a map over many recorded step calls."""
+
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[Doc, dict[str, Any]] | None:
+        """(the document without its units, {unit id: ``pick(unit id, unit)``} for each unit ``pick``
+        keeps: None drops it), read without a lock, each unit let go once picked; None when the run
+        cannot be read that way now (``load`` then reads it)."""
+        ...
+
+
 class Backend(Protocol):
     """A place runs live."""
 
@@ -225,6 +265,19 @@ class Backend(Protocol):
     def lease(self, run_id: str) -> RunnerLease: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RunImporter(Protocol):
+    """A store that imports an exported run in one transaction: the whole history and every stored
+    value, or nothing (a process killed half way leaves no run behind)."""
+
+    def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
+                   blobs: Mapping[str, bytes]) -> dict[str, Any]:
+        """Create ``run_id`` from ``batches`` (its init alone, then the rest of its history) and
+        ``blobs`` (ref -> bytes, checked by the caller); the rebuilt document. ``RefusedError``
+        (``store.transfer.AlreadyThere``) when a run with the id exists."""
+        ...
 
 
 class ClaimLike(Protocol):

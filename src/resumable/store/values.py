@@ -1,6 +1,6 @@
 """Plain values that cross the storage seam (see ``store.backend`` for the protocols).
 
-No ``typing`` import here: the seed verbs load this module on every call, and ``typing`` alone costs
+No ``typing`` import here: the low-level verbs load this module on every call, and ``typing`` alone costs
 a noticeable share of a ``resumable unit`` call.
 """
 
@@ -10,7 +10,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    Event = dict[str, Any]
+    from resumable.core.types import Event as Event
+
     Doc = dict[str, Any]
 else:
     Event = Doc = dict

@@ -8,26 +8,33 @@ people run it against a live run while its runner writes.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from resumable import store
 from resumable.errors import CorruptRunError, NewerFormatError, NoRunError, ResumableError, StoreError
+from resumable.store.backend import DigestReading
 from resumable.store.values import RunEntry
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from resumable.store.backend import Backend, RunHandle, RunnerLease
 
 
 class Picked:
     """The run a reader picked: its listing entry, a handle to read it through, and the other runs
-    whose id also starts with what the user typed (the seed picks the first silently; we say so)."""
+    whose id also starts with what the user typed (ulpi's run-status picks the first silently; we say so).
+    ``detail``: when the entry's document holds digests for units (``pick_run(digests=True)``), how
+    to read some units whole."""
 
-    __slots__ = ("also_matched", "entry", "handle")
+    __slots__ = ("also_matched", "detail", "entry", "handle")
 
-    def __init__(self, entry: RunEntry, handle: RunHandle, also_matched: list[str]) -> None:
+    def __init__(self, entry: RunEntry, handle: RunHandle, also_matched: list[str],
+                 detail: Callable[[Iterable[str]], dict[str, Any]] | None = None) -> None:
         self.entry = entry
         self.handle = handle
         self.also_matched = also_matched
+        self.detail = detail
 
 
 def entry_of(handle: RunHandle, name: str) -> RunEntry:
@@ -38,6 +45,29 @@ def entry_of(handle: RunHandle, name: str) -> RunEntry:
     return RunEntry(name, handle.location, doc, None, "")
 
 
+def picked_digests(handle: RunHandle, name: str) -> Picked | None:
+    """The run as its digests (``store.DigestReading``: a large run's units counted without
+    decoding them whole), or None when the store can only give the whole document."""
+    if not isinstance(handle, DigestReading):
+        return None
+    try:
+        view = handle.load_digests()
+    except ResumableError:
+        return None  # the whole load says what is wrong, in its own words
+    if view is None:
+        return None
+
+    def detail(ids: Iterable[str]) -> dict[str, Any]:
+        wanted = list(ids)
+        got = view.units(wanted)
+        if got is None:  # the run moved on meanwhile: these few units from the whole document
+            units = handle.read().get("units")
+            got = {u: units[u] for u in wanted if u in units} if isinstance(units, dict) else {}
+        return got
+
+    return Picked(RunEntry(name, handle.location, view.doc, None, ""), handle, [], detail)
+
+
 def unreadable(entry: RunEntry) -> StoreError:
     """The error to end a command with for an entry that could not be read: a newer resumable's
     run stays "newer" (upgrade), never reported as a damaged file."""
@@ -45,21 +75,21 @@ def unreadable(entry: RunEntry) -> StoreError:
     return kind(entry.error or f"cannot read {entry.location}")
 
 
-def pick_run(backend: Backend, run: str | None) -> Picked | None:
+def pick_run(backend: Backend, run: str | None, digests: bool = False) -> Picked | None:
     """The run a user means, or None when there are no runs at all (and none was named).
 
     RUN is a path ending in `.json` (used as given), an exact id or file name, or an id prefix.
-    Raises NoRunError (exit 3) when RUN matches nothing."""
+    Raises NoRunError (exit 3) when RUN matches nothing. ``digests``: a run named exactly may come
+    as its digests (``picked_digests``), for a reader that only counts its units."""
     if run is not None and (run.endswith(".json") or os.sep in run):
-        if os.path.isfile(run):
-            handle = store.open_path(run)
-            return Picked(entry_of(handle, os.path.basename(run)), handle, [])
-        # The seed also matches a bare file name inside the runs directory.
         inside = os.path.join(backend.root, run)
-        if os.sep not in run and os.path.isfile(inside):
-            handle = store.open_path(inside)
-            return Picked(entry_of(handle, run), handle, [])
-        raise NoRunError(f'no run matches "{run}" (no such file)')
+        path = run if os.path.isfile(run) else inside if os.sep not in run and os.path.isfile(inside) else None
+        if path is None:
+            raise NoRunError(f'no run matches "{run}" (no such file)')
+        # ulpi's run-status also matches a bare file name inside the runs directory.
+        handle = store.open_path(path)
+        name = os.path.basename(run) if path == run else run
+        return (picked_digests(handle, name) if digests else None) or Picked(entry_of(handle, name), handle, [])
     if run is not None:
         # An exact id goes straight to the run, so naming a run does not load every other run.
         direct: RunHandle | None
@@ -69,6 +99,9 @@ def pick_run(backend: Backend, run: str | None) -> Picked | None:
             direct = None
         if direct is not None and direct.exists():
             handle = direct
+            lite = picked_digests(handle, f"{run}.json") if digests else None
+            if lite is not None and lite.entry.run_id == run:
+                return lite
             entry = entry_of(handle, f"{run}.json")
             if entry.doc is None or entry.run_id == run:
                 return Picked(entry, handle, [])

@@ -16,7 +16,7 @@ The verdicts, for a run marked running or initializing:
 - ``waiting``: its steps run on workers, and no live worker holds one (``holders``: workers on this
   host that died holding steps, until their leases expire).
 
-Runs written by other tools (the seed verbs, an agent) have no verdict: they are "running" while
+Runs written by other tools (the low-level verbs, an agent) have no verdict: they are "running" while
 their writer works, with no lease to ask.
 """
 

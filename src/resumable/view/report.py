@@ -12,11 +12,11 @@ elements currently in the DOM): a headless browser test compares them.
 from __future__ import annotations
 
 import html
-import json
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from resumable.core import jsonio
 from resumable.core.stamps import stamp
 from resumable.core.text import escape_controls
 from resumable.view import status as view
@@ -40,6 +40,41 @@ def _num(v: object) -> float | None:
     return float(v)
 
 
+_Span = tuple[float, float | None, str, int, int | None, float | None]  # start, end, outcome, n, exit, duration
+
+
+def _exit_code(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _unit_spans(unit: object, bucket: str) -> list[_Span]:
+    """One span per attempt of the unit that has a start; a unit a script wrote (through a
+    low-level verb) has no attempts, only its own start/finish: one span for its one run."""
+    if not isinstance(unit, dict):
+        return []
+    attempts = unit.get("attempts")
+    spans: list[_Span] = []
+    if isinstance(attempts, list) and attempts:
+        for i, a in enumerate(attempts):
+            start = view.parse_ts(a.get("startedAt")) if isinstance(a, dict) else None
+            if not isinstance(a, dict) or start is None:
+                continue
+            end = view.parse_ts(a.get("finishedAt"))
+            dur = _num(a.get("duration"))
+            if end is None and dur is not None:
+                end = start + dur
+            st = a.get("status")
+            outcome = _ATTEMPT_OUTCOME.get(st if isinstance(st, str) else "", "other")
+            n = a.get("n")
+            spans.append((start, end, outcome, n if isinstance(n, int) else i + 1, _exit_code(a.get("exitCode")), dur))
+        return spans
+    start = view.parse_ts(unit.get("startedAt"))
+    if start is not None:
+        spans.append((start, view.parse_ts(unit.get("finishedAt")), _ATTEMPT_OUTCOME.get(bucket, "other"), 1,
+                      _exit_code(unit.get("lastExitCode")), None))
+    return spans
+
+
 def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]:
     """Rows (one per unit) and bars (one per attempt) as compact arrays, times relative to t0.
 
@@ -54,41 +89,9 @@ def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]
         row = len(rows)
         bucket = unit_bucket(unit)
         rows.append([str(uid), bucket])
-        earliest = float("inf")
-        attempts = unit.get("attempts") if isinstance(unit, dict) else None
-        spans: list[tuple[float, float | None, str, int, int | None, float | None]] = []
-        if isinstance(attempts, list) and attempts:
-            for i, a in enumerate(attempts):
-                if not isinstance(a, dict):
-                    continue
-                start = view.parse_ts(a.get("startedAt"))
-                if start is None:
-                    continue
-                end = view.parse_ts(a.get("finishedAt"))
-                dur = _num(a.get("duration"))
-                if end is None and dur is not None:
-                    end = start + dur
-                st = a.get("status")
-                outcome = _ATTEMPT_OUTCOME.get(st if isinstance(st, str) else "", "other")
-                n = a.get("n")
-                code = a.get("exitCode")
-                spans.append((start, end, outcome, n if isinstance(n, int) else i + 1,
-                              code if isinstance(code, int) and not isinstance(code, bool)
-                              else None, dur))
-        elif isinstance(unit, dict):
-            # A seed unit has no attempts, only its own start/finish: one bar for its one run.
-            start = view.parse_ts(unit.get("startedAt"))
-            if start is not None:
-                end = view.parse_ts(unit.get("finishedAt"))
-                outcome = _ATTEMPT_OUTCOME.get(bucket, "other")
-                code = unit.get("lastExitCode")
-                spans.append((start, end, outcome, 1,
-                              code if isinstance(code, int) and not isinstance(code, bool)
-                              else None, None))
-        for s in spans:
-            raw.append((row, *s))
-            earliest = min(earliest, s[0])
-        first_start.append(earliest)
+        spans = _unit_spans(unit, bucket)
+        raw.extend((row, *s) for s in spans)
+        first_start.append(min((s[0] for s in spans), default=float("inf")))
 
     starts = [b[1] for b in raw]
     ends = [b[2] for b in raw if b[2] is not None]
@@ -232,7 +235,7 @@ _C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}  # json.dumps escapes C0 and
 
 def _script_json(value: object) -> str:
     # Inside <script> a "</script>" or "<!--" in a unit id or note would end the element early.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c").translate(_C1)
+    return jsonio.stdlib_dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c").translate(_C1)
 
 
 def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = "",

@@ -13,7 +13,7 @@ Rendering is one O(N) pass over the units; only a capped number of them get a de
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from resumable.core import recipe
@@ -26,8 +26,8 @@ from resumable.view.units import DETAIL_LIMIT, UNIT_GLYPH, Tally, eta, str_or_no
 Seg = tuple[str, str]
 Line = list[Seg]
 
-# The seed's canonical phase order; other phases follow in the order the document holds them
-# (creation order carries meaning that the seed's alphabetical fallback throws away).
+# run-status.mjs's canonical phase order; other phases follow in the order the document holds them
+# (creation order carries meaning that its alphabetical fallback throws away).
 CANONICAL_PHASES: Final = (
     "build", "simplify", "test", "review", "performance", "ship_prep", "auto_learn", "auto_map",
     "finalize",
@@ -69,7 +69,7 @@ fmt_dur = format_duration
 
 
 def fmt_age(ts: object, now: float) -> str:
-    """The seed's relative time: Ns / Nm / Nh Mm ago under 48 h, else Nd ago."""
+    """run-status.mjs's relative time: Ns / Nm / Nh Mm ago under 48 h, else Nd ago."""
     t = parse_ts(ts)
     if t is None:
         return "?"
@@ -87,7 +87,7 @@ def ran_seconds(doc: Mapping[str, Any], now: float, *, open_session: bool = True
     """How long the run actually ran. A runner's run sums its sessions (``ranSeconds``, kept by the
     begin and finalize events), so the idle time between invocations is not counted; an open
     session counts up to now while the run is live, else up to its last write (a runner that died).
-    A run written only by the seed verbs ran from its creation to its finish (or last update)."""
+    A run written only by the low-level verbs ran from its creation to its finish (or last update)."""
     total = doc.get("ranSeconds")
     session = parse_ts(doc.get("sessionStartedAt"))
     counted = total if isinstance(total, (int, float)) and not isinstance(total, bool) else None
@@ -213,18 +213,23 @@ def render_status(
     overlay: Sequence[Line] = (),
     runs_dir: str | None = None,
     store: tuple[str, str] | None = None,
+    detail: Callable[[Iterable[str]], Mapping[str, Any]] | None = None,
 ) -> list[Line]:
-    """The default status view of one run, in the seed's order (§1.6), O(N) in units.
+    """The default status view of one run, in ulpi's order, O(N) in units.
 
     ``verdict`` says what works on a live run now (``view.liveness``; None when that cannot be
     asked); ``overlay`` the live workflow lines; ``runs_dir`` a line saying which runs directory was
     found, when it was found by walking up; ``store`` the option naming the store, which the hints
-    repeat (``recipe.with_store``)."""
+    repeat (``recipe.with_store``). ``detail``: when ``doc`` holds digests for units (a large run read
+    through its index), how to read whole the few units the view details."""
     out = header_lines(doc, file=file, now=now, verdict=verdict, runs_dir=runs_dir)
     t = tally(doc, keep=detail_limit)
     out += count_lines(doc, t, now=now, width=width, show_eta=show_eta)
     rs = recipe.resume_set(doc)
-    out += attention_lines(doc, t, rs, now=now, detail_limit=detail_limit, live_first=show_eta, store=store)
+    shown = [uid for b in ATTENTION_ORDER for uid in t.first.get(b, ())]
+    whole = detail(shown) if detail is not None and shown else None
+    out += attention_lines(doc, t, rs, now=now, detail_limit=detail_limit, live_first=show_eta, store=store,
+                           whole=whole)
     out.extend(overlay)
     open_items = doc.get("openItems")
     open_list = open_items if isinstance(open_items, list) else []
@@ -312,11 +317,13 @@ def count_lines(doc: Mapping[str, Any], t: Tally, *, now: float, width: int, sho
 
 
 def attention_lines(doc: Mapping[str, Any], t: Tally, rs: Mapping[str, Any], *, now: float, detail_limit: int,
-                    live_first: bool, store: tuple[str, str] | None) -> list[Line]:
+                    live_first: bool, store: tuple[str, str] | None,
+                    whole: Mapping[str, Any] | None = None) -> list[Line]:
     """A detail line for each unit that needs a human (capped, with a count of the rest), and the
-    units reconciled from commit trailers."""
+    units reconciled from commit trailers. ``whole``: those units' whole values, when ``doc``
+    holds only their digests."""
     units_raw = doc.get("units")
-    units: Mapping[str, Any] = units_raw if isinstance(units_raw, dict) else {}
+    units: Mapping[str, Any] = whole if whole is not None else units_raw if isinstance(units_raw, dict) else {}
     roots: Mapping[str, str] = rs["dep_blocked"]
     # The live view leads with what is running (elapsed times tick there); a snapshot view leads
     # with what needs a human.
@@ -343,7 +350,7 @@ def attention_lines(doc: Mapping[str, Any], t: Tally, rs: Mapping[str, Any], *, 
             listing = recipe.command(["resumable", "status", str(doc.get("id")), "--units", "STATE", *(store or ())])
             out.append([(f"  … and {more} more ({parts}); list them with `{listing}`", "dim")])
     for uid, note in t.reconciled[:RECONCILED_LIMIT]:
-        # The seed's words, verbatim: scripts grep for reconciled-from-trailer:<sha>.
+        # ulpi's words, verbatim: scripts grep for reconciled-from-trailer:<sha>.
         out.append([("  ↺ ", "cyan"), (uid, "bold"), (f"  {one_line(note, 120)}", "dim")])
     rest = t.reconciled_count - min(len(t.reconciled), RECONCILED_LIMIT)
     if rest > 0:
@@ -365,7 +372,7 @@ def findings_lines(doc: Mapping[str, Any], open_list: list[Any]) -> list[Line]:
     req = " (required)" if doc.get("requireValidation") is True else ""
     if isinstance(fv, dict) and fv.get("status") in ("green", "red"):
         green = fv.get("status") == "green"
-        # The seed's words (`validation green` / `validation red`), which scripts grep for.
+        # ulpi's words (`validation green` / `validation red`), which scripts grep for.
         vline: Line = [("validation ", "dim"),
                        ("green ✓" if green else "red ✗", "bold green" if green else "bold red")]
         if _str(fv.get("at")):

@@ -59,7 +59,7 @@ def unit_facts(unit: object, now: float) -> list[str]:
         facts.append(f"attempt {att.get('n', len(attempts)) if att else len(attempts)}")
     exit_code = att.get("exitCode") if att else None
     if att is None and unit.get("status") != "in_progress":
-        # A seed unit's only exit code; a unit with attempts shows its last attempt's, so a step
+        # A ulpi unit's only exit code; a unit with attempts shows its last attempt's, so a step
         # running again never shows the exit code of the attempt before.
         exit_code = unit.get("lastExitCode")
     if isinstance(exit_code, int) and not isinstance(exit_code, bool):

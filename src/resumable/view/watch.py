@@ -1,5 +1,9 @@
 """``status --watch``: redraw a run's view as it changes, until it ends.
 
+A run that is not running (not started yet, or ended) is waited for: until its next session
+starts (up to ``--wait``, or until Ctrl-C), with one line saying so, and then followed; the
+previous session's screen is not shown, so what stays on the screen is that session's result.
+
 Waiting costs one change-token check per interval (a stat pair in a runs directory, a ``NOTIFY`` in
 PostgreSQL); the document is re-read only when the token moved, and then only the records appended
 since (the handle catches up incrementally). On a terminal the frame is redrawn in place (rich Live)
@@ -12,6 +16,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
+from resumable.core.text import escape_controls
 from resumable.errors import ResumableError
 from resumable.view.printer import Printer
 from resumable.view.status import LIVE, Line
@@ -23,17 +28,42 @@ WATCH_INTERVAL = 0.5  # seconds between two checks of the run's change token
 TICK = 1.0  # re-render this often even without a change, so elapsed times move
 
 
+def await_run(find: Callable[[], Any], until: float | None, printer: Printer, what: str,
+              *, interval: float | None = None, sleep: Callable[[float], None] = time.sleep) -> Any:
+    """``find()`` (a run's handle, or None / NoRunError while it does not exist yet), asked again
+    every interval until it answers or ``until`` (time.monotonic) passes: then None."""
+    from resumable.errors import NoRunError
+
+    said = False
+    while True:
+        try:
+            found = find()
+        except NoRunError:
+            found = None
+        if found is not None:
+            return found
+        if not said:
+            printer.text(f"no run {what} yet; waiting for it to start (Ctrl-C to stop)")
+            said = True
+        if until is not None and time.monotonic() >= until:
+            printer.text(f"no run {what} started in time")
+            return None
+        sleep(interval or WATCH_INTERVAL)
+
+
 def watch(
     handle: RunHandle,
     frame: Callable[[dict[str, Any], float], list[Line]],
     printer: Printer,
+    until: float | None = 0.0,
     *,
     interval: float | None = None,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> int:
-    """Re-render as the run changes, until it leaves running/initializing. ``sleep`` replaces the
-    handle's own wait (tests)."""
+    """Re-render as the run changes, until it leaves running/initializing. A run that is not
+    running is first waited for until ``until`` (time.monotonic; None: until Ctrl-C; 0: not at
+    all): 1 when no session started by then. ``sleep`` replaces the handle's own wait (tests)."""
     if interval is None:
         interval = WATCH_INTERVAL
     token = handle.change_token()
@@ -45,6 +75,12 @@ def watch(
             return handle.wait_for_change(previous, interval)
         sleep(interval)
         return handle.change_token()
+
+    if doc.get("status") not in LIVE and until != 0:
+        started = _await_session(handle, token, doc, printer, until, wait)
+        if started is None:
+            return 1
+        token, doc = started
 
     def lines() -> list[Line]:
         out = frame(doc, clock())
@@ -89,3 +125,32 @@ def watch(
                 live.update(Group(*printer.texts(lines())), refresh=True)
                 last_draw = clock()
     return 0
+
+
+def _await_session(handle: RunHandle, token: Hashable, doc: dict[str, Any], printer: Printer,
+                   until: float | None, wait: Callable[[Hashable], Hashable]
+                   ) -> tuple[Hashable, dict[str, Any]] | None:
+    """Wait for the run's next session: (its change token, its document) once it is live, None
+    when ``until`` passed first (said in one line)."""
+    printer.text(escape_controls(f"run {doc.get('id')} is {doc.get('status')} ({doc.get('result') or 'no result'});"
+                                 " waiting for its next session to start (Ctrl-C to stop)"))
+    before = _ended(doc)
+    while doc.get("status") not in LIVE:
+        if until is not None and time.monotonic() >= until:
+            printer.text(f"no session of run {escape_controls(str(doc.get('id')))} started in time")
+            return None
+        new = wait(token)
+        if new != token:
+            token = new
+            try:
+                doc = handle.read()
+            except ResumableError:
+                continue  # a write in flight, or the run moved away: asked again on the next change
+            if _ended(doc) != before:
+                break  # a session began and ended between two looks: its result is shown
+    return token, doc
+
+
+def _ended(doc: dict[str, Any]) -> tuple[object, ...]:
+    """How a run's last session ended, as far as a reader can tell."""
+    return doc.get("status"), doc.get("result"), doc.get("updatedAt"), doc.get("ranSeconds")

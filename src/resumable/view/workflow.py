@@ -1,11 +1,11 @@
 """The live workflow overlay: the newest Claude Code workflow journal of the current project.
 
-This is the seed reader's optional overlay (``readWorkflowStatus``, spec §1.6 "Live overlay"). The
+This is the optional overlay of ulpi's run-status.mjs (``readWorkflowStatus``, its "Live overlay"). The
 durable run document stays authoritative; the overlay only adds what live agents are doing, and any
 surprise in the foreign format (drift, a damaged line, an unreadable directory) yields no overlay at
 all (``None``), never a guess and never a fallback to an older journal.
 
-Where the seed is loose we are stricter, never looser: below the project directory nothing is
+Where run-status.mjs is loose we are stricter, never looser: below the project directory nothing is
 followed through a symlink (a planted link cannot point the reader at another file), a FIFO is never
 opened, and ``agent-*.jsonl`` transcripts are never opened because only ``journal.jsonl`` is.
 
@@ -14,7 +14,6 @@ Rendering helpers at the bottom are pure: lines of ``(text, style)`` segments, a
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -24,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
+
+from resumable.core import jsonio
 
 WORKFLOW_STALE_SECONDS: Final = 30 * 60.0
 NO_OVERLAY_HINT: Final = (
@@ -44,7 +45,7 @@ Line = list[Seg]
 
 @dataclass(frozen=True)
 class WorkflowStatus:
-    """The seed's ``{wf, spawned, done, running, mtime, stale}``, plus what divergence needs."""
+    """run-status.mjs's ``{wf, spawned, done, running, mtime, stale}``, plus what divergence needs."""
 
     wf: str
     spawned: int
@@ -66,7 +67,7 @@ class WorkflowStatus:
 
 def resolve_claude_dir(explicit: str | os.PathLike[str] | None = None) -> str:
     """``explicit``, else ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; an empty value counts as unset
-    (the seed chains them with ``||``). HOME is read now, not at import."""
+    (run-status.mjs chains them with ``||``). HOME is read now, not at import."""
     if explicit:
         return os.fspath(explicit)
     env = os.environ.get("CLAUDE_CONFIG_DIR")
@@ -82,7 +83,7 @@ def resolve_claude_dir(explicit: str | os.PathLike[str] | None = None) -> str:
 
 def project_slug(cwd: str | os.PathLike[str]) -> str:
     """The resolved cwd (lexically, as Node's path.resolve: symlinks are not resolved) with every
-    character outside [A-Za-z0-9-] replaced by '-'. The seed's regex works on UTF-16 code units, so
+    character outside [A-Za-z0-9-] replaced by '-'. run-status.mjs's regex works on UTF-16 code units, so
     a character outside the BMP becomes two dashes."""
     resolved = os.path.abspath(os.fspath(cwd))
     return "".join(c if c in _SLUG_KEEP else ("--" if ord(c) > 0xFFFF else "-") for c in resolved)
@@ -90,7 +91,7 @@ def project_slug(cwd: str | os.PathLike[str]) -> str:
 
 def project_root_for_runs_dir(runs_dir: str | os.PathLike[str], cwd: str | None = None) -> str:
     """The project a runs directory belongs to: the parent of ``.ulpi``/``.resumable`` when the
-    directory is ``<root>/.ulpi/runs`` or ``<root>/.resumable/runs``, else ``cwd`` (the seed's rule,
+    directory is ``<root>/.ulpi/runs`` or ``<root>/.resumable/runs``, else ``cwd`` (run-status.mjs's rule,
     extended to our own layout)."""
     d = os.path.abspath(os.fspath(runs_dir))
     parent = os.path.dirname(d)
@@ -107,11 +108,11 @@ def _is_real_dir(path: str) -> bool:
 
 
 def _node_mtime_ms(st: os.stat_result) -> float:
-    # Node's Stats.mtimeMs, computed the same way, so ties are ties exactly when they are in the seed.
+    # Node's Stats.mtimeMs, computed the same way, so ties are ties exactly when they are in run-status.mjs.
     return (st.st_mtime_ns // 1_000_000_000) * 1e3 + (st.st_mtime_ns % 1_000_000_000) / 1e6
 
 
-# ICU's root collation, which the seed's localeCompare uses, orders ASCII as: whitespace,
+# ICU's root collation, which run-status.mjs's localeCompare uses, orders ASCII as: whitespace,
 # punctuation in this order, digits, then letters case-insensitively with lowercase first.
 _PRIMARY_ORDER: Final = "\t\n\v\f\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
 _PRIMARY: Final = {c: i for i, c in enumerate(_PRIMARY_ORDER)}
@@ -176,7 +177,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def _json_parse(line: str) -> Any:
-    return json.loads(line, parse_constant=_reject_constant)
+    return jsonio.stdlib_loads(line, parse_constant=_reject_constant)
 
 
 def _valid_entry(entry: object) -> bool:
@@ -230,7 +231,7 @@ def read_workflow_status(
     stale_after: float | None = None,
     now: float | None = None,
 ) -> WorkflowStatus | None:
-    """The seed's ``readWorkflowStatus`` with times in seconds: any exception gives None.
+    """run-status.mjs's ``readWorkflowStatus`` with times in seconds: any exception gives None.
 
     ``stale`` is ``now - mtime > stale_after`` (30 minutes by default), and also true when ``now``
     or ``stale_after`` is not finite."""
@@ -288,8 +289,8 @@ def _safe(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
-def seed_rel(then: float, now: float) -> str:
-    """The seed's relative time (run-status.mjs ``rel``), rounding as JavaScript's Math.round."""
+def js_relative_time(then: float, now: float) -> str:
+    """run-status.mjs's relative time (its ``rel``), rounding as JavaScript's Math.round."""
     s = max(0, math.floor((now - then) + 0.5))
     if s < 60:
         return f"{s}s ago"
@@ -319,7 +320,7 @@ def _some(ids: Sequence[str]) -> str:
 def divergence(live: WorkflowStatus, doc: Mapping[str, Any]) -> list[str]:
     """Where the live agents and the durable units disagree, one phrase per fact (empty: they agree).
 
-    1. More agents started than units are durably done (the seed's warning): work finished live
+    1. More agents started than units are durably done (run-status.mjs's warning): work finished live
        that the checkpoint has not recorded, or agents that were retried.
     2. An agent still running under a key that names a unit already done: work repeated, or a
        done record written too early.
@@ -346,7 +347,7 @@ def divergence(live: WorkflowStatus, doc: Mapping[str, Any]) -> list[str]:
 
 def claude_launched(doc: Mapping[str, Any]) -> bool:
     """Whether the run's launch descriptor is a Claude Code workflow's (a ``Workflow()`` script: the
-    seed's ``legacy-workflow`` kind), for which "no live workflow" is news, as the seed says it."""
+    run-status.mjs's ``legacy-workflow`` kind), for which "no live workflow" is news, as run-status.mjs says it."""
     from resumable.core.recipe import classify
 
     no_set: dict[str, Any] = {"skip": [], "eligible": [], "dep_blocked": {}}  # only the kind is asked
@@ -354,9 +355,9 @@ def claude_launched(doc: Mapping[str, Any]) -> bool:
 
 
 def overlay_lines(live: WorkflowStatus | None, doc: Mapping[str, Any], now: float) -> list[Line]:
-    """The status view's overlay: the seed's ``Live workflow`` line and its ``divergence`` line
-    (always shown with the counts, as the seed does; the reasons are appended when they disagree),
-    or the seed's hint when there is no live journal."""
+    """The status view's overlay: run-status.mjs's ``Live workflow`` line and its ``divergence`` line
+    (always shown with the counts, as run-status.mjs does; the reasons are appended when they disagree),
+    or run-status.mjs's hint when there is no live journal."""
     label = ("Live workflow  ", "dim")
     if live is None:
         return [[label, (NO_OVERLAY_HINT, "dim")]]
@@ -365,7 +366,7 @@ def overlay_lines(live: WorkflowStatus | None, doc: Mapping[str, Any], now: floa
         shown = ", ".join(_safe(a) for a in live.running[:RUNNING_SHOWN])
         more = ", …" if len(live.running) > RUNNING_SHOWN else ""
         head.append((f" ({shown}{more})", "dim"))
-    age = seed_rel(live.mtime_seconds, now)
+    age = js_relative_time(live.mtime_seconds, now)
     head.append((f" · stale ({age})", "yellow") if live.stale else (f" · updated {age}", "dim"))
     units = _units(doc)
     n_done = sum(1 for u in units.values() if _status(u) == "done")
@@ -376,7 +377,7 @@ def overlay_lines(live: WorkflowStatus | None, doc: Mapping[str, Any], now: floa
 
 
 def overlay_json(live: WorkflowStatus | None, doc: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The value of the extra ``--json`` key: the seed's object plus ``divergence`` (a list of
+    """The value of the extra ``--json`` key: run-status.mjs's object plus ``divergence`` (a list of
     phrases, empty when they agree), or None when there is no live journal."""
     if live is None:
         return None

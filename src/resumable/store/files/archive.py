@@ -23,7 +23,7 @@ _SUFFIXES = (".json", ".journal.jsonl", ".d", ".events.jsonl")
 
 def delete_run(files: RunFiles) -> list[str]:
     """Delete a run's snapshot, journal and data directory (logs) under the run's lock; the lock
-    file itself stays (it is never unlinked). The seed's event log, a file resumable did not write,
+    file itself stays (it is never unlinked). ulpi's event log, a file resumable did not write,
     is moved into the archive rather than deleted (left in place, it would bring the run back).
     Returns the names of what was deleted or moved."""
     removed: list[str] = []
@@ -31,7 +31,7 @@ def delete_run(files: RunFiles) -> list[str]:
         return removed
     lock = held_lock(files)
     try:
-        for path in (files.snapshot, files.journal):
+        for path in (files.snapshot, files.journal, files.index):
             if os.path.lexists(path):
                 try:
                     fsio.unlink(path)
@@ -64,7 +64,7 @@ def open_archive(files: RunFiles) -> tuple[str, int]:
 
 def archive_base(files: RunFiles, archive: str, archive_fd: int) -> str:
     """A base path in the archive with one free name for every file of this run (snapshot,
-    journal, data dir): ``archive/<stem>`` as the seed names it, with a time suffix only when that
+    journal, data dir): ``archive/<stem>`` as ulpi names it, with a time suffix only when that
     name is taken, so files stay recognisably together and nothing archived is overwritten."""
 
     def taken(base: str) -> bool:
@@ -105,13 +105,15 @@ def archive_run(files: RunFiles) -> str:
         raise translate(exc, f"cannot archive {files.snapshot}: {os.path.join(files.dir, 'archive')}") from exc
     try:
         base = archive_base(files, archive, afd)
+        if os.path.lexists(files.index):
+            fsio.unlink(files.index)  # derived from the journal: not worth keeping in an archive
         if os.path.lexists(files.snapshot):
             fsio.rename_noclobber(files.snapshot, base + ".json", dst_dir_fd=afd)
         if os.path.lexists(files.journal):
             fsio.rename_noclobber(files.journal, base + ".journal.jsonl", dst_dir_fd=afd)
         if is_real_dir(files.data_dir):
             fsio.rename_noclobber_dir(files.data_dir, base + ".d", dst_dir_fd=afd)
-        if os.path.lexists(files.events):  # moved, never rewritten: its bytes stay the seed's
+        if os.path.lexists(files.events):  # moved, never rewritten: its bytes stay ulpi's
             fsio.rename_noclobber(files.events, base + ".events.jsonl", dst_dir_fd=afd)
         fsio.fsync_fd(afd, archive)
         fsio.fsync_dir(files.dir)
@@ -123,7 +125,7 @@ def archive_run(files: RunFiles) -> str:
 
 
 def park_event_log(files: RunFiles) -> str:
-    """Move the seed's event log of a run into ``<dir>/archive`` (never overwriting anything there);
+    """Move ulpi's event log of a run into ``<dir>/archive`` (never overwriting anything there);
     returns where it went. Raises StoreError."""
     try:
         archive, afd = open_archive(files)
@@ -176,7 +178,7 @@ def gc(directory: str, keep_days: float, *, now: float | None = None) -> tuple[i
                 continue
             updated = parse_stamp(doc.get("updatedAt"))
             if updated is None:
-                # No usable stamp: the file's own age stands in (the seed archived these blindly).
+                # No usable stamp: the file's own age stands in (ulpi archived these blindly).
                 try:
                     updated = os.stat(path).st_mtime
                 except OSError:

@@ -1,5 +1,5 @@
 """The embedded default store: runs in a runs directory (``Backend`` protocol, ``store.backend``)
-and a run in one (``RunHandle``). One module for both: each module a seed verb imports costs every
+and a run in one (``RunHandle``). One module for both: each module a low-level verb imports costs every
 call a tenth of a millisecond or more.
 """
 
@@ -21,16 +21,18 @@ from resumable.store.files.layout import (
     no_parent,
     resolve_run,
 )
-from resumable.store.files.loader import load, read_journal
+from resumable.store.files.loader import digest, load, read_journal
 from resumable.store.files.lock import runner_holder
 from resumable.store.files.writer import Writer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Sequence
     from typing import Any
 
+    from resumable.core.types import Event
     from resumable.store.backend import LeaseState
+    from resumable.store.files.digests import DigestView
     from resumable.store.files.lease import FileRunnerLease
     from resumable.store.values import GcResult, Record, RunEntry
 
@@ -58,7 +60,7 @@ class FileBackend:
         return entries
 
     def gc(self, keep_days: float, *, now: float | None = None) -> GcResult:
-        from resumable.store.files import archive  # gc and delete: not on a seed verb's path
+        from resumable.store.files import archive  # gc and delete: not on a low-level verb's path
         from resumable.store.values import GcResult
 
         moved, where = archive.gc(self.runs.path, keep_days, now=now)
@@ -70,7 +72,7 @@ class FileBackend:
         return archive.delete_run(resolve_run(run, self.runs.path))
 
     def lease(self, run_id: str) -> FileRunnerLease:
-        from resumable.store.files.lease import FileRunnerLease  # the runner's, not the seed verbs'
+        from resumable.store.files.lease import FileRunnerLease  # the runner's, not the low-level verbs'
 
         return FileRunnerLease(resolve_run(run_id, self.runs.path).runner_lock, run_id)
 
@@ -111,6 +113,19 @@ class FileRunHandle:
     def load(self) -> dict[str, Any] | None:
         return self.writer.current().doc
 
+    def load_digests(self) -> DigestView | None:
+        """The run's head and every unit's digest through its index (``store.files.digests``), or
+        None when only the whole document answers: no index it can vouch for, or this handle
+        holds the document already (then ``load`` costs nothing)."""
+        if self.writer.cursor.state is not None:
+            return None
+        from resumable.store.files import digests  # the counting readers', not a write's
+
+        return digests.load(self.files)
+
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        return digest(self.files, pick)
+
     def read(self) -> dict[str, Any]:
         doc = self.load()
         if doc is None:
@@ -119,7 +134,7 @@ class FileRunHandle:
             raise missing_run(self.files)
         return doc
 
-    def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+    def commit(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
         return self.writer.commit(events, lazy_view=lazy_view)
 
     def runner_holder(self) -> dict[str, Any] | None:
@@ -131,7 +146,7 @@ class FileRunHandle:
         self.writer.flush()
 
     def history(self, since: int = 0) -> Iterator[Record]:
-        from resumable.store.values import Record  # `resumable log`'s, not a seed verb's
+        from resumable.store.values import Record  # `resumable log`'s, not a low-level verb's
 
         if not os.path.lexists(self.files.journal):
             return
@@ -169,7 +184,7 @@ class FileRunHandle:
         return check_log_dir(self.files.dir, os.path.basename(self.files.data_dir), create=True, entries=False)
 
     def put_blob(self, data: bytes) -> str:
-        from resumable.store.files import blobs  # hashlib's import is more than a seed verb may spend
+        from resumable.store.files import blobs  # hashlib's import is more than a low-level verb may spend
 
         return blobs.put(self.files, data)
 
@@ -198,6 +213,18 @@ class CheckedRunHandle(FileRunHandle):
             refuse_unreadable(doc, self.run_id, where_held(self.files))
         return doc
 
+    def load_digests(self) -> DigestView | None:
+        view = super().load_digests()
+        if view is not None:
+            refuse_unreadable(view.doc, self.run_id, where_held(self.files))
+        return view
+
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        found = super().digest(pick)
+        if found is not None:
+            refuse_unreadable({**found[0], "units": {}}, self.run_id, where_held(self.files))
+        return found
+
 
 def where_held(files: RunFiles) -> str:
     """The files a run's document comes from, for a message about the document."""
@@ -225,7 +252,7 @@ def _mtime_stamp(path: str) -> str:
 
 def read_entry(path: str) -> RunEntry:
     """One run file as a listing shows it, never raising for a bad file."""
-    # Here, not at the top: listings are not on a seed write's path, and a module fewer to import
+    # Here, not at the top: listings are not on a low-level verb's write path, and a module fewer to import
     # is a tenth of a millisecond off every `resumable unit` call.
     from resumable.store.values import RunEntry
 

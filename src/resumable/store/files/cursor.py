@@ -103,8 +103,8 @@ class Cursor:
         # One look at the directory, so that the probes below answer "absent" without an exception.
         dir_ok = searchable(self.files.dir)
         if events_key(self.files, dir_searchable=dir_ok) != state.events_stat:
-            # The seed's event log appeared or grew (or went): what it holds is judged against the
-            # run afresh (seed_adopt), as a fresh load would.
+            # ulpi's event log appeared or grew (or went): what it holds is judged against the
+            # run afresh (ulpi_adoption), as a fresh load would.
             return self.full_load()
         if self.locked and self.unverified is not None:
             start, length, crc = self.unverified

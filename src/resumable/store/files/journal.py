@@ -32,11 +32,13 @@ from __future__ import annotations
 import zlib
 
 from resumable.core import jsonio
+from resumable.core.events import is_event
 from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+
+    from resumable.core.types import Event
 
 FORMAT = 1
 RESERVED = frozenset({"v", "seq", "crc"})
@@ -45,7 +47,7 @@ _CRC_KEY = b',"crc":"'
 _SUFFIX = len(b',"crc":"00000000"}')  # 18 bytes after the checksummed part
 
 
-def encode(seq: int, event: dict[str, Any]) -> bytes:
+def encode(seq: int, event: Event) -> bytes:
     """One record line (newline-terminated) for ``event`` at sequence number ``seq``."""
     if not RESERVED.isdisjoint(event):
         raise InvalidInputError(f"an event may not carry the keys {', '.join(sorted(RESERVED))}")
@@ -61,7 +63,7 @@ def encode(seq: int, event: dict[str, Any]) -> bytes:
 class Scan:
     __slots__ = ("end", "records", "torn")
 
-    def __init__(self, records: list[tuple[int, dict[str, Any]]], end: int, torn: int) -> None:
+    def __init__(self, records: list[tuple[int, Event]], end: int, torn: int) -> None:
         self.records = records  # (seq, event)
         self.end = end  # absolute offset just past the last complete record
         # Bytes after ``end`` a writer must cut off before writing there (a torn fragment, torn-write
@@ -93,7 +95,7 @@ def _intact(line: bytes) -> bool:
     )
 
 
-def decode_line(line: bytes) -> tuple[int, dict[str, Any]] | None:
+def decode_line(line: bytes) -> tuple[int, Event] | None:
     """(seq, event) or None if the line is not a valid record. Raises NewerFormatError for an intact
     record a newer resumable wrote: newer formats keep this framing (``v`` first, ``crc`` last over
     the bytes before it) and may change anything between, so a bit flip that happens to raise
@@ -106,7 +108,7 @@ def decode_line(line: bytes) -> tuple[int, dict[str, Any]] | None:
             event = jsonio.loads(framed[1])
         except ValueError:
             return None
-        if not isinstance(event, dict) or not isinstance(event.get("t"), str):
+        if not is_event(event):
             return None
         return framed[0], event
     intact = _intact(line)
@@ -122,16 +124,16 @@ def decode_line(line: bytes) -> tuple[int, dict[str, Any]] | None:
             f"journal record {record.get('seq', '?')} was written by a newer resumable (record format"
             f" {version}, this one reads up to {FORMAT}): upgrade resumable to read this run")
     seq = record.pop("seq", None)
-    if not intact or version != FORMAT or not isinstance(seq, int) or not isinstance(record.get("t"), str):
+    if not intact or version != FORMAT or not isinstance(seq, int):
         return None
     del record["v"], record["crc"]
-    return seq, record
+    return (seq, record) if is_event(record) else None
 
 
 def scan(data: bytes, *, base: int, path: str, after_seq: int) -> Scan:
     """Parse ``data`` (the journal's bytes from absolute offset ``base``). ``after_seq`` is the
     sequence number of the record just before ``base`` (0 at the start of the file)."""
-    records: list[tuple[int, dict[str, Any]]] = []
+    records: list[tuple[int, Event]] = []
     pos = 0
     expect = after_seq + 1
     n = data.find(b"\0")

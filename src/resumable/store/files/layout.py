@@ -6,10 +6,11 @@ Files of a run with stem S (``<runs-dir>/<id>``, or a ``.json`` path given by th
     S.json            the snapshot view (pretty JSON + "_journal" marker; see snapshot.py)
     S.journal.jsonl   the journal: the source of truth and the run's whole history
     S.lock            flock lock file serialising writers; never unlinked (see lock.py)
+    S.index           a large run's unit index, derived from the journal (see index.py)
     S.runner.lock     the runner lease (see lease.py)
     S/                per-run data (the runner's logs)
-    S.events.jsonl    the ulpi seed's opt-in event log: read, adopted when ahead, never written
-                      (see seed_adopt.py)
+    S.events.jsonl    ulpi's opt-in event log: read, adopted when ahead, never written
+                      (see ulpi_adoption.py)
 
 Paths are plain strings here and in the store: pathlib's import alone costs more than a small
 write, and `resumable unit` is called from shell loops thousands of times.
@@ -25,12 +26,12 @@ from resumable.core.model import check_run_id
 from resumable.errors import DiskFullError, InvalidInputError, NoRunError, StoreError
 
 RUNS_SUBDIR = os.path.join(".resumable", "runs")
-SEED_RUNS_SUBDIR = os.path.join(".ulpi", "runs")  # the ulpi seed tools' runs directory
+ULPI_RUNS_SUBDIR = os.path.join(".ulpi", "runs")  # the ulpi tools' runs directory
 NAME_MAX = 255  # bytes in one path component on the filesystems we run on
 
 
 class RunsDir:
-    """A runs directory and how it was found (``status`` says which, for a seed user's sake)."""
+    """A runs directory and how it was found (``status`` says which, for a ulpi user's sake)."""
 
     __slots__ = ("how", "path")
 
@@ -57,7 +58,7 @@ def expand(path: str, what: str) -> str:
 
 def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, start: str | None = None) -> RunsDir:
     """``explicit`` (``--dir``), else ``$RESUMABLE_DIR``, else ``$ULPI_RUNS_DIR`` (absolute only, as
-    the seed), else the nearest ``.resumable/runs`` or ``.ulpi/runs`` walking up from ``start`` (the
+    ulpi), else the nearest ``.resumable/runs`` or ``.ulpi/runs`` walking up from ``start`` (the
     current directory, or a job file's directory) as git finds ``.git``, else
     ``<start>/.resumable/runs``. Never creates anything."""
     if explicit is not None:
@@ -65,13 +66,13 @@ def find_runs_dir(explicit: str | os.PathLike[str] | None = None, *, start: str 
     env = os.environ.get("RESUMABLE_DIR")
     if env:
         return RunsDir(expand(env, "RESUMABLE_DIR"), "from RESUMABLE_DIR")
-    seed_env = os.environ.get("ULPI_RUNS_DIR")
-    if seed_env and os.path.isabs(seed_env):
-        return RunsDir(expand(seed_env, "ULPI_RUNS_DIR"), "from ULPI_RUNS_DIR")
+    ulpi_env = os.environ.get("ULPI_RUNS_DIR")
+    if ulpi_env and os.path.isabs(ulpi_env):
+        return RunsDir(expand(ulpi_env, "ULPI_RUNS_DIR"), "from ULPI_RUNS_DIR")
     origin = os.path.abspath(start) if start is not None else os.getcwd()
     parent = origin
     while True:
-        for sub in (RUNS_SUBDIR, SEED_RUNS_SUBDIR):
+        for sub in (RUNS_SUBDIR, ULPI_RUNS_SUBDIR):
             candidate = os.path.join(parent, sub)
             if os.path.isdir(candidate):
                 return RunsDir(candidate, f"found walking up from {origin}")
@@ -110,7 +111,8 @@ def create_runs_dir(path: str) -> None:
 class RunFiles:
     """The paths of one run's files (strings)."""
 
-    __slots__ = ("by_id", "data_dir", "dir", "events", "journal", "lock", "runner_lock", "snapshot", "stem")
+    __slots__ = ("by_id", "data_dir", "dir", "events", "index", "journal", "lock", "runner_lock", "snapshot",
+                 "stem")
 
     def __init__(self, snapshot_path: str, *, by_id: bool = False) -> None:
         head, name = os.path.split(snapshot_path)
@@ -119,9 +121,10 @@ class RunFiles:
         self.snapshot = snapshot_path
         self.journal = os.path.join(head, f"{self.stem}.journal.jsonl")
         self.lock = os.path.join(head, f"{self.stem}.lock")
+        self.index = os.path.join(head, f"{self.stem}.index")  # a large run's unit index (index.py)
         self.runner_lock = os.path.join(head, f"{self.stem}.runner.lock")
         self.data_dir = os.path.join(head, self.stem)  # runner logs and other per-run files
-        self.events = os.path.join(head, f"{self.stem}.events.jsonl")  # the seed's eventLogPath
+        self.events = os.path.join(head, f"{self.stem}.events.jsonl")  # ulpi's eventLogPath
         self.by_id = by_id  # named by id (inside the runs dir), not by a .json path
 
 
@@ -130,7 +133,7 @@ def files_for(snapshot_path: str | os.PathLike[str], *, by_id: bool = False) -> 
 
 
 def resolve_run(run: str | os.PathLike[str], runs_dir: str) -> RunFiles:
-    """A path ending in ``.json`` is used as given (the seed's form); anything else is a run id
+    """A path ending in ``.json`` is used as given (ulpi's form); anything else is a run id
     meaning ``<runs-dir>/<id>.json``."""
     text = os.fspath(run)
     if "\x00" in text:
@@ -201,7 +204,7 @@ def check_log_dir(directory: str, stem: str, *, create: bool, entries: bool = Tr
 
 def missing_run(files: RunFiles) -> StoreError | NoRunError:
     """A run that does not exist: exit 3 when named by id (no run matches), exit 1 for a
-    .json path, as the seed's `cannot read/parse` was."""
+    .json path, as checkpoint.mjs's `cannot read/parse` was."""
     message = (
         f"cannot read/parse {files.snapshot}: no such run — create it with `resumable init`"
     )

@@ -17,7 +17,7 @@ becomes a leftover: the next runner makes sure nothing carrying it lives before 
 (a step's daemon, or the grandchild of an interrupted step, may have left the step's group).
 
 ``holder`` (``status``, ``doctor``) reads the kernel's lock table and takes nothing (``survey``). A
-seed verb's write asking whether a runner owns the run, and ``holder`` where the table cannot tell,
+low-level verb's write asking whether a runner owns the run, and ``holder`` where the table cannot tell,
 probe the lease with a brief shared flock: a runner starting at that instant would find the lock
 taken, so ``acquire`` tries again for ``PROBE_GRACE`` seconds unless the file proves a live runner
 holds it.

@@ -2,8 +2,8 @@
 
 Readers take no lock. A final journal line without a newline is a write in flight (ignored); a
 snapshot another program edited is detected by its marker and reported as such, for the writer to
-adopt; a missing or unreadable snapshot is rebuilt in memory from the whole journal; a seed event
-log ahead of all that is replayed and marked for adoption (seed_adopt).
+adopt; a missing or unreadable snapshot is rebuilt in memory from the whole journal; a ulpi event
+log ahead of all that is replayed and marked for adoption (ulpi_adoption).
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from resumable.store.files.layout import RunFiles, files_for, translate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    from resumable.core.types import Event
 
 
 class Loaded:
@@ -53,12 +56,12 @@ class Loaded:
         self.snap_size = snap_size
         self.snap_stat = snap_stat  # (ino, size, mtime_ns) of the snapshot we last saw
         self.snap_offset = snap_offset  # journal offset the snapshot reflects (0: unknown)
-        # "import" (seed file, no journal) / "external-edit" / "adopted <log>: ...": base record due
+        # "import" (a ulpi status file, no journal) / "external-edit" / "adopted <log>: ...": base record due
         self.adopt = adopt
         # (offset, length, crc32) of the journal bytes this load applied, so a writer can check
         # later, under the lock, that what a lock-free load read is still there.
         self.applied = applied
-        # (ino, size, mtime_ns) of the seed's event log when this state was compared with it
+        # (ino, size, mtime_ns) of ulpi's event log when this state was compared with it
         # (None: there was none); a catch-up that finds it changed loads afresh.
         self.events_stat: tuple[int, int, int] | None = None
         # The document object a writer last found fit to write to (``model.shape_problem``), held
@@ -72,7 +75,7 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 def replay(
-    records: list[tuple[int, dict[str, Any]]], doc: dict[str, Any] | None, path: str, *, lenient: bool
+    records: list[tuple[int, Event]], doc: dict[str, Any] | None, path: str, *, lenient: bool
 ) -> dict[str, Any] | None:
     for seq, event in records:
         try:
@@ -91,7 +94,7 @@ def replay(
 
 
 def events_key(files: RunFiles, *, dir_searchable: bool = False) -> tuple[int, int, int] | None:
-    """The seed event log's identity, or None when there is none: one lstat (or access), the whole
+    """ulpi's event log's identity, or None when there is none: one lstat (or access), the whole
     cost of a run without a log (nearly every run). ``dir_searchable``: see ``lstat_unless_absent``."""
     try:
         st = lstat_unless_absent(files.events, dir_searchable)
@@ -106,7 +109,7 @@ def lstat_unless_absent(path: str, dir_searchable: bool) -> os.stat_result | Non
     """``os.lstat(path)``, raising what it raises; but None, without that call, when ``path`` is
     absent and its directory was just found searchable (``searchable()``, asked once by the caller
     for all the files it probes). A writer probes on every write for files that are usually not
-    there (the seed's event log; a large run's snapshot before its first refresh), and the
+    there (ulpi's event log; a large run's snapshot before its first refresh), and the
     exception a failed lstat() raises costs more than the system call. access() answers without
     one, but it also fails where lstat() fails for another reason: only in a searchable directory
     does its "no" mean "no such file" (the names' lengths were checked by the run's load)."""
@@ -122,14 +125,14 @@ def searchable(directory: str) -> bool:
 
 
 def load(files: RunFiles) -> Loaded:
-    """Snapshot + journal records after it, without writing anything; when the seed's event log
-    is ahead of that, its document, marked for adoption by the next write (seed_adopt)."""
+    """Snapshot + journal records after it, without writing anything; when ulpi's event log
+    is ahead of that, its document, marked for adoption by the next write (ulpi_adoption)."""
     events = events_key(files)
     loaded = _load(files)
     if events is not None:
-        from resumable.store.files import seed_adopt  # hashlib & co.: only for runs with a log
+        from resumable.store.files import ulpi_adoption  # hashlib & co.: only for runs with a log
 
-        adoption = seed_adopt.consider(files, loaded.doc)
+        adoption = ulpi_adoption.consider(files, loaded.doc)
         if adoption is not None:
             loaded.doc = adoption.doc
             loaded.adopt = adoption.reason
@@ -289,6 +292,40 @@ def _lost(files: RunFiles, marker: snapshot.Marker, what: str) -> CorruptRunErro
         f"{files.journal}: {what}, but the snapshot {files.snapshot} acknowledges records up to"
         f" {marker.seq} (byte offset {marker.offset}): nothing was changed; restore the journal from a"
         " backup, or move it aside to fall back to the snapshot")
+
+
+def digest(files: RunFiles, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the document without its units, {unit id: pick(unit id, unit)}) of a run whose snapshot is
+    current (the journal ends at its marker), decoded a piece at a time so that only what ``pick``
+    keeps of each unit is held; None for any other run (``load`` reads it)."""
+    if events_key(files) is not None:
+        return None  # a ulpi event log may be ahead: load() decides
+    try:
+        fd = fsio.open_regular(files.snapshot, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        decoded = snapshot.decode_chunked(lambda offset, size: os.pread(fd, size, offset), pick=pick)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if decoded is None or decoded[0].marker is None:
+        return None
+    marker = decoded[0].marker
+    try:
+        st = os.stat(files.journal, follow_symlinks=False)
+    except OSError:
+        return None
+    # Read after the snapshot: a journal that still ends at the marker had no record after it then.
+    if not stat.S_ISREG(st.st_mode) or st.st_size != marker.offset:
+        return None
+    if marker.offset > 0:
+        head = max(marker.offset - _LAST_RECORD_WINDOW, 0)
+        _check_last_record(files, marker, head, read_journal_range(files.journal, head, marker.offset - head))
+    doc = decoded[0].doc
+    units = doc.pop("units")
+    return doc, units
 
 
 def pread_all(fd: int, offset: int, length: int) -> bytes:

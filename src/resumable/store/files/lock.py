@@ -76,7 +76,7 @@ def held_lock(files: RunFiles) -> RunLock:
 
 def runner_holder(files: RunFiles) -> dict[str, Any] | None:
     """The live runner holding this run's lease (its lease file's content), or None. A probe cheap
-    enough for every seed-verb write: one access() that usually fails (no lease file), else an
+    enough for every low-level verb's write: one access() that usually fails (no lease file), else an
     open and a non-blocking shared flock, and a read only when a runner holds the lease. Never follows a
     link, never blocks on a FIFO, never creates anything."""
     # access() first: it answers "no such file" without an exception, which costs a write to a run

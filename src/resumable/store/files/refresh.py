@@ -1,7 +1,7 @@
 """When and how the snapshot view is rewritten from the journal.
 
-The snapshot (``S.json``) is what `cat`, `jq` and the seed tools read; the journal holds the truth.
-A snapshot of at most ``EXACT_SNAPSHOT_BYTES`` is rewritten on every write (exact, as the seed's file
+The snapshot (``S.json``) is what `cat`, `jq` and the ulpi tools read; the journal holds the truth.
+A snapshot of at most ``EXACT_SNAPSHOT_BYTES`` is rewritten on every write (exact, as ulpi's status file
 was); a larger one once the journal has grown by its size since the last refresh, so snapshot bytes
 written over a run stay within the journal's bytes and a write costs O(1) amortised.
 """
@@ -90,7 +90,7 @@ class SnapshotView:
 def sweep_temps(directory: str, stem: str) -> None:
     """Remove temp files a killed writer left next to a run's files. Called under the run's lock,
     when no other writer of this run can be between creating and renaming its temp."""
-    prefixes = (f".{stem}.json.tmp.", f".{stem}.journal.jsonl.tmp.")
+    prefixes = (f".{stem}.json.tmp.", f".{stem}.journal.jsonl.tmp.", f".{stem}.index.tmp.")
     try:
         with os.scandir(directory) as entries:
             stale = [e.path for e in entries if e.name.startswith(prefixes)]

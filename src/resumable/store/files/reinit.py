@@ -62,7 +62,7 @@ def _replace(files: RunFiles, record: bytes, archive: str, afd: int) -> str:
 
 
 def move_old_logs(files: RunFiles, base: str) -> None:
-    """Old logs (the step logs, the seed's event log of the old run) are part of neither run's
+    """Old logs (the step logs, ulpi's event log of the old run) are part of neither run's
     state, so they move last, and failing to is harmless (the new run's document is in no state
     of the old event log's chain, so it is never adopted from it)."""
     data_dir = is_real_dir(files.data_dir)  # False: none, or a link planted in its place: left alone

@@ -1,10 +1,10 @@
 """The snapshot file: a pretty-printed JSON view of the document plus a trailing marker.
 
-The file is what `cat`, `jq` and the seed tools read: the document as ``JSON.stringify(doc, null,
+The file is what `cat`, `jq` and the ulpi tools read: the document as ``JSON.stringify(doc, null,
 2)`` would print it, with one extra last key, ``"_journal": {"seq", "offset", "crc"}``, that ties
 the view to the journal. ``crc`` is the CRC-32 of every byte before the marker, so an edit by
-another program (the seed documents ``jq ... > tmp && mv tmp file``) is detected without
-re-serialising anything: the bytes no longer match. A file without a marker is either a seed
+another program (ulpi documents ``jq ... > tmp && mv tmp file``) is detected without
+re-serialising anything: the bytes no longer match. A file without a marker is either a ulpi
 document (no journal yet) or a file rewritten from scratch by another program.
 """
 
@@ -195,18 +195,35 @@ def share_repeats(units: dict[str, Any]) -> None:
                 fingerprint["cwd"] = intern(value)
 
 
-def decode_chunked(read: Callable[[int, int], bytes], chunk: int = _CHUNK) -> tuple[Decoded, int] | None:
+def decode_chunked(read: Callable[[int, int], bytes], chunk: int = _CHUNK,
+                   pick: Callable[[str, Any], Any] | None = None) -> tuple[Decoded, int] | None:
     """``decode()`` of the file ``read(offset, size)`` reads (fewer bytes only at its end), without
     ever holding the whole file or its whole parse: (the same Decoded, the file's size), or None
     when the file is not an intact snapshot in resumable's layout (decode() of its bytes answers,
-    errors included)."""
+    errors included). With ``pick``, each unit is replaced, as it is decoded, by what
+    ``pick(unit id, unit)`` returns (dropped when that is None): a reader that needs a little of
+    every unit holds only that."""
     try:
-        return _decode_chunked(read, chunk)
+        return _decode_chunked(read, chunk, pick)
     except ValueError:
         return None  # decode() of the whole bytes raises its own error, or reads what this could not
 
 
-def _decode_chunked(read: Callable[[int, int], bytes], chunk: int) -> tuple[Decoded, int] | None:
+def _take(units: dict[str, Any], part: dict[str, Any], pick: Callable[[str, Any], Any] | None) -> None:
+    if pick is None:
+        share_repeats(part)
+        units.update(part)
+        return
+    for key, unit in part.items():
+        kept = pick(key, unit)
+        if kept is not None:
+            units[key] = kept
+        else:
+            units.pop(key, None)  # a repeated key takes its last value
+
+
+def _decode_chunked(read: Callable[[int, int], bytes], chunk: int,
+                    pick: Callable[[str, Any], Any] | None) -> tuple[Decoded, int] | None:
     size = 0
 
     def more() -> bytes:
@@ -267,8 +284,7 @@ def _decode_chunked(read: Callable[[int, int], bytes], chunk: int) -> tuple[Deco
             runs += b","
             runs += rest
             break
-        share_repeats(part[0])
-        units.update(part[0])
+        _take(units, part[0], pick)
         del part
         runs[split] = ord(",")
         crc = zlib.crc32(memoryview(runs)[2 : split + 1], crc)
@@ -284,8 +300,7 @@ def _decode_chunked(read: Callable[[int, int], bytes], chunk: int) -> tuple[Deco
     part = jsonio.loads(runs)
     if not (isinstance(part, list) and len(part) == 1 and isinstance(part[0], dict)):
         return None
-    share_repeats(part[0])
-    units.update(part[0])
+    _take(units, part[0], pick)
     del part, runs
 
     # The rest: the units' closing brace to the end of the file, small in a run's snapshot.

@@ -14,8 +14,9 @@ from resumable.core import jsonio, verbs
 from resumable.core.events import apply
 from resumable.core.model import LIVE_RUN_STATES, shape_problem
 from resumable.errors import CorruptRunError, InvalidInputError, RefusedError
-from resumable.store.files import journal
+from resumable.store.files import journal, pointwrite
 from resumable.store.files.cursor import Cursor
+from resumable.store.files.keeper import Keeper
 from resumable.store.files.layout import RunFiles, missing_run, no_parent, translate
 from resumable.store.files.loader import Loaded, events_key
 from resumable.store.files.lock import RunLock
@@ -25,6 +26,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
+
+    from resumable.core.types import Event
+
+
+# Writes one process makes through the index before it loads the whole document: a process that
+# writes this often does better holding the document, each write then O(1) without any index read.
+POINT_WRITES = 16
 
 
 class Writer:
@@ -36,6 +44,8 @@ class Writer:
         self.lock = RunLock(files)
         self.cursor = Cursor(files)
         self.view = SnapshotView(self.cursor)
+        self.keeper = Keeper(self.cursor)
+        self.point_writes = 0  # writes made through the index (``pointwrite``)
 
     @property
     def snapshot_error(self) -> str | None:
@@ -47,8 +57,8 @@ class Writer:
         self.cursor.forget()
 
     def exists(self) -> bool:
-        # A seed event log alone is a run too: the seed's crash between its log's init record and
-        # its first snapshot leaves just that (seed_adopt rebuilds the document from it).
+        # A ulpi event log alone is a run too: ulpi's crash between its log's init record and
+        # its first snapshot leaves just that (ulpi_adoption rebuilds the document from it).
         files = self.files
         return os.path.lexists(files.snapshot) or os.path.lexists(files.journal) \
             or os.path.lexists(files.events)
@@ -60,7 +70,7 @@ class Writer:
         return self.cursor.catch_up()
 
     # -- commit --
-    def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+    def commit(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
         """Apply ``events`` and make them durable, atomically: a refusal by any of them writes
         nothing. An ``init`` event starts the run (creating the directory, archiving a finished
         run's files) and must come alone. ``lazy_view`` leaves even a small run's snapshot to the
@@ -70,7 +80,7 @@ class Writer:
         init = verbs.stamp_batch(events)
         if self.cursor.state is None:
             # Checked before taking the lock, whose file would otherwise be left behind by a write
-            # to a run that does not exist, or whose seed event log cannot be verified (bad input
+            # to a run that does not exist, or whose ulpi event log cannot be verified (bad input
             # must change nothing on disk). Loaded now, a log is only caught up with under the lock.
             if events_key(self.files) is not None:
                 self.current()
@@ -83,12 +93,20 @@ class Writer:
         try:
             if init:
                 return [self._init_locked(events[0], lazy_view)]
+            if self.cursor.state is None and self.point_writes < POINT_WRITES \
+                    and pointwrite.eligible(events):
+                # Nothing of the run in memory (a CLI call): a large run's index makes this write
+                # O(1) of its size; None when it has none, or cannot vouch for it.
+                outputs = pointwrite.commit(self, events, lazy_view)
+                if outputs is not None:
+                    self.point_writes += 1
+                    return outputs
             return self._commit_locked(events, lazy_view)
         finally:
             self.cursor.locked = False
             self.lock.release()
 
-    def _init_locked(self, event: dict[str, Any], lazy_view: bool) -> Any:
+    def _init_locked(self, event: Event, lazy_view: bool) -> Any:
         state = self.cursor.catch_up()
         status = state.doc.get("status") if state.doc is not None else None
         # str check first: a hand-edited status may be a list (unhashable: TypeError).
@@ -110,13 +128,14 @@ class Writer:
         new = Loaded(doc, 1, len(record), 0, True, -1, 0, None, 0, None)
         self.cursor.state = new
         self.cursor.snap_offset = 0
-        # An old seed snapshot still in place must be replaced now (unmarked next to the new
+        # An old ulpi status file still in place must be replaced now (unmarked next to the new
         # journal it would read as an edit); otherwise the usual policy applies.
-        self.view.after_write(new, force=os.path.lexists(self.files.snapshot), lazy=lazy_view)
+        self.keeper.drop()  # the old run's; the new run's is built with its first view (or write)
+        self._after_write(new, force=os.path.lexists(self.files.snapshot), lazy=lazy_view)
         move_old_logs(self.files, base)
         return output
 
-    def _commit_locked(self, events: Sequence[dict[str, Any]], lazy_view: bool,
+    def _commit_locked(self, events: Sequence[Event], lazy_view: bool,
                        state: Loaded | None = None) -> list[Any]:
         if state is None:
             state = self.cursor.catch_up()
@@ -138,18 +157,19 @@ class Writer:
                         " init afresh); nothing was written"
                     )
                 state.shape_checked = state.doc
-        pending: list[dict[str, Any]] = []
+        pending: list[Event] = []
         if state.adopt is not None and state.doc is not None:
             if state.adopt == "import" and state.events_stat is not None:
-                from resumable.store.files import seed_adopt  # only for a seed run with an event log
+                from resumable.store.files import ulpi_adoption  # only for a ulpi run with an event log
 
-                seed_adopt.note_in_sync(self.files, state.doc)
+                ulpi_adoption.note_in_sync(self.files, state.doc)
             # A copy: apply() below mutates the document in place, and the base record must hold
             # the document as adopted, not as it is after these events.
             adopted = jsonio.loads(jsonio.dumps(state.doc))
             pending.append({"t": "base", "at": events[0]["at"], "reason": state.adopt, "doc": adopted})
         outputs: list[Any] = []
         doc = state.doc
+        before = (state.seq, state.offset)
         try:
             # Refusals happen here, before anything is written. apply() checks an event fully
             # before mutating, so only events after the first can leave the cache half-changed.
@@ -157,7 +177,7 @@ class Writer:
                 doc, out = apply(doc, event)
                 outputs.append(out)
                 pending.append(event)
-            self._append(state, pending)
+            self.append(state, pending)
         except (RefusedError, InvalidInputError):
             if outputs:
                 self.cursor.forget()  # earlier events of the batch changed the cached document
@@ -170,15 +190,36 @@ class Writer:
             raise
         state.doc = doc
         state.adopt = None
+        self.keeper.after_commit(state, before, pending)
         # A finished run's view is made exact once; an adopted base gets a fresh marker at once.
         force = False
         for ev in pending:  # a plain loop: every transition passes here
             if ev.get("t") in ("finalize", "base"):
                 force = True
-        self.view.after_write(state, force=force, lazy=lazy_view)
+        self._after_write(state, force=force, lazy=lazy_view)
         return outputs
 
-    def _append(self, state: Loaded, events: list[dict[str, Any]]) -> None:
+    def _after_write(self, state: Loaded, *, force: bool, lazy: bool) -> None:
+        refreshes = self.view.refreshes
+        self.view.after_write(state, force=force, lazy=lazy)
+        if self.view.refreshes != refreshes and state.snap_seq == state.seq:
+            self.keeper.after_refresh(state)
+
+    def refresh_whole(self, *, rebuild: bool) -> None:
+        """After a write through the index (``pointwrite``), under the lock: the snapshot view is
+        due (or the index wants rebuilding), which takes the whole document, loaded now."""
+        state = self.cursor.full_load()
+        if state.doc is None:
+            return
+        if state.snap_seq != state.seq:
+            self.view.refresh(state)
+        if rebuild or state.snap_seq != state.seq:
+            self.keeper.rebuild(state)
+        else:
+            self.keeper.after_refresh(state)
+
+    def append(self, state: Loaded, events: list[Event]) -> None:
+        """Append the records of ``events`` after ``state``'s last one and fsync them."""
         # Encode first: a value JSON cannot hold (e.g. undecodable argv bytes) must be refused
         # before the journal is created or touched.
         seq = state.seq
@@ -242,11 +283,21 @@ class Writer:
 
     def flush(self) -> None:
         """Bring the snapshot up to date with everything this process knows (e.g. at exit)."""
-        # Nothing to flush while an adoption is pending (a seed file that was only read, or an
+        # Nothing to flush while an adoption is pending (a ulpi status file that was only read, or an
         # external edit not yet journaled): the file on disk *is* the document, and rewriting it
         # would modify a file that reads must leave alone (and, for an edit, stamp a marker
         # claiming the journal holds it when it does not).
         state = self.cursor.state
+        if state is None and self.point_writes:
+            self.point_writes = 0
+            self.lock.acquire()
+            self.cursor.locked = True
+            try:
+                self.refresh_whole(rebuild=False)
+            finally:
+                self.cursor.locked = False
+                self.lock.release()
+            return
         if state is None or state.snap_seq == state.seq or state.adopt:
             return
         self.lock.acquire()
@@ -255,6 +306,8 @@ class Writer:
             state = self.cursor.catch_up()
             if state.doc is not None and state.snap_seq != state.seq and not state.adopt:
                 self.view.refresh(state)
+                if state.snap_seq == state.seq:
+                    self.keeper.after_refresh(state)
         finally:
             self.cursor.locked = False
             self.lock.release()

@@ -15,12 +15,16 @@ if TYPE_CHECKING:
 
 def connect_backend(url: str) -> PgBackend:
     """The store at ``url``. Connecting waits for the first use, which also checks the schema."""
+    from resumable.store.postgres.urls import check_url
+
+    check_url(url)
     try:
         import psycopg  # noqa: F401
     except ImportError:
         from resumable.errors import UsageError
 
-        raise UsageError("the PostgreSQL store needs psycopg: pip install 'resumable-runs[postgres]'") from None
+        raise UsageError("the PostgreSQL store needs psycopg, which is not installed: pip install"
+                         " 'resumable-runs[postgres]' (from a checkout: pip install '.[postgres]')") from None
     from resumable.store.postgres.backend import PgBackend
 
     return PgBackend(url)

@@ -21,6 +21,7 @@ from resumable.store.postgres import conclude, runstate
 from resumable.store.postgres.queries import WORK, Q
 
 if TYPE_CHECKING:
+    from resumable.core.types import Event
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.place import Place
 
@@ -43,7 +44,7 @@ class Batch:
         self.tx = secrets.token_hex(8)
         self.notify_work = False
 
-    def add(self, *events: dict[str, Any]) -> None:
+    def add(self, *events: Event) -> None:
         at = stamp(time.time())
         for event in events:
             event.setdefault("at", at)

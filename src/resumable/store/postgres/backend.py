@@ -13,7 +13,7 @@ from resumable.core.model import check_run_id, newer_version
 from resumable.core.stamps import parse_stamp, stamp
 from resumable.errors import NewerFormatError, ResumableError
 from resumable.store.backend import WorkQueue
-from resumable.store.postgres import append, claims, jobs, outcomes, reads, runstate, schema
+from resumable.store.postgres import append, claims, jobs, outcomes, reads, runstate, schema, transfer
 from resumable.store.postgres.claims import ClaimRequest, WorkerInfo
 from resumable.store.postgres.db import host_name
 from resumable.store.postgres.handle import PgRunHandle
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from resumable.store.postgres.db import Connection, Db
     from resumable.store.postgres.lease import PgRunnerLease
     from resumable.store.postgres.listen import Listener
+    from resumable.store.values import Event
 
     T = TypeVar("T")
 
@@ -134,17 +135,23 @@ class PgBackend(WorkQueue):
     def lease(self, run_id: str) -> PgRunnerLease:
         from resumable.store.postgres.lease import PgRunnerLease
 
-        self.ready()
+        self.ready(migrate=True)  # taken by `run --store`, which submits the run next
         return PgRunnerLease(self.db, check_run_id(run_id))
 
     def close(self) -> None:
         self.place.close()
 
+    def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
+                   blobs: Mapping[str, bytes]) -> dict[str, Any]:
+        """An exported run, whole, in one transaction (``RunImporter``; ``postgres.transfer``)."""
+        return transfer.import_run(self.place, check_run_id(run_id), batches, blobs)
+
     # -- schema ---------------------------------------------------------------------------------
 
-    def ready(self) -> Db:
-        """The database, its schema checked (and brought up to date) once per process."""
-        return self.place.ready()
+    def ready(self, *, migrate: bool = False) -> Db:
+        """The database, its schema checked once per process; ``migrate``: brought up to date
+        (writes that create a run, workers), else a database without it is refused."""
+        return self.place.ready(migrate=migrate)
 
     def upgrade(self) -> tuple[int | None, int]:
         before, after = schema.upgrade(self.db)
@@ -164,8 +171,8 @@ class PgBackend(WorkQueue):
         return self.place.read(fn, what=what, patience=patience)
 
     def write(self, fn: Callable[[Connection], T], *, what: str, probe: Callable[[Connection], bool] | None = None,
-              patience: float | None = None, pipeline: bool = False) -> T:
-        return self.place.write(fn, what=what, probe=probe, patience=patience, pipeline=pipeline)
+              patience: float | None = None, pipeline: bool = False, migrate: bool = False) -> T:
+        return self.place.write(fn, what=what, probe=probe, patience=patience, pipeline=pipeline, migrate=migrate)
 
     def listener(self, channels: Sequence[str]) -> Listener:
         return self.place.listener(channels)

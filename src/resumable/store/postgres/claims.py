@@ -18,13 +18,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from resumable.core import verbs
+from resumable.core import policy, verbs
 from resumable.core.stamps import stamp
 from resumable.store.postgres import append
 from resumable.store.postgres.queries import Q
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from psycopg import Cursor
 
@@ -154,33 +154,62 @@ def claim_in(conn: Connection, request: ClaimRequest, run_id: str, limit: int,
     batch = append.Batch(pk, run_id)
     batches.append(batch)
     sweep(conn, batch, [r[1:] for r in lapsed])
-    claims = take(conn, batch, request, run_id, [r[1:7] for r in rows])
+    claims = take(conn, batch, request, run_id, [r[1:9] for r in rows])
     batch.send(conn)
     return claims, due, pk, False
 
 
 def take(conn: Connection, batch: append.Batch, request: ClaimRequest, run_id: str,
          rows: Sequence[Sequence[Any]]) -> list[Claim]:
-    """Claim the locked ready ``rows`` (step, spec, attempt, epoch, needs, fingerprint)."""
+    """Claim the locked ready ``rows`` (step, spec, attempt, epoch, needs, fingerprint, upstream,
+    reran). A done step submitted to wait for its needs (early cutoff) is decided first by
+    ``core.policy``'s rule: kept done (its dependents one need closer), or invalidated and run."""
     if not rows:
         return []
     worker = request.worker
     at = stamp(time.time(), ms=True)
     claims = []
-    for step, spec, attempt, epoch, needs, fingerprint in rows:
+    kept = []
+    for step, spec, attempt, epoch, needs, fingerprint, upstream_rows, reran in rows:
+        known = dict(fingerprint or {})
+        made: dict[str, Any] = upstream_rows or {}
+        upstream = policy.upstream_digests(needs, made.get)
+        if spec.get("cutoff"):
+            why = _reruns(spec, known.get("fingerprint"), needs, upstream, list(reran or ()))
+            if why is None:
+                kept.append(step)  # its needs made what they had made: it stays done
+                continue
+            batch.add(verbs.invalidate(step, why))
+        if needs:  # what its needs made, for the fingerprint the worker records (early cutoff)
+            spec = {**spec, "upstream": policy.upstream_record(upstream)}
         n = int(attempt) + 1
         log = request.log_path(run_id, step, n)
         batch.add(verbs.unit(step, "in_progress", deps=list(needs),
                              attempt={"n": n, "status": "running", "startedAt": at, "log": log,
                                       "host": worker.host, "worker": worker.id},
                              fields={"command": spec.get("command_text", "")}))
-        claims.append(Claim(run_id, batch.pk, step, n, int(epoch) + 1, spec, dict(fingerprint or {}), log))
-    params = {"pk": batch.pk, "worker": worker.id, "host": worker.host, "pid": worker.pid, "ttl": request.ttl,
-              "steps": [c.step for c in claims], "epochs": [c.epoch for c in claims], "ns": [c.n for c in claims],
-              "logs": [c.log for c in claims]}
-    conn.execute(Q.take_steps, params)
-    conn.execute(Q.start_attempts, params)
+        claims.append(Claim(run_id, batch.pk, step, n, int(epoch) + 1, spec, known, log))
+    if kept:
+        conn.execute(Q.mark_done, {"pk": batch.pk, "steps": kept})
+        batch.notify_work = True  # its dependents may be ready now: the next claim (any worker's) takes them
+    if claims:
+        params = {"pk": batch.pk, "worker": worker.id, "host": worker.host, "pid": worker.pid, "ttl": request.ttl,
+                  "steps": [c.step for c in claims], "epochs": [c.epoch for c in claims],
+                  "ns": [c.n for c in claims], "logs": [c.log for c in claims]}
+        conn.execute(Q.take_steps, params)
+        conn.execute(Q.start_attempts, params)
     return claims
+
+
+def _reruns(spec: Mapping[str, Any], stored: object, needs: Sequence[str], upstream: Mapping[str, str | None],
+            reran: list[str]) -> str | None:
+    """Why a done step submitted to wait for its needs (``cutoff``) runs after all, or None when
+    it stays done: the scheduling policy's rule (``policy.keeps_done``), as the local runner's.
+    ``reran``: its needs attempted since the job was submitted."""
+    if policy.keeps_done(bool(spec.get("artifacts") or spec.get("inputs")), stored, upstream, reran):
+        return None
+    changed = policy.upstream_changes(stored, upstream) or reran or list(needs)
+    return f"upstream re-ran: {', '.join(changed)}"
 
 
 def sweep(conn: Connection, batch: append.Batch, rows: Sequence[Sequence[Any]]) -> None:

@@ -10,6 +10,11 @@ the write may or may not have been saved, as the file store says of a failed rol
 
 ``patience`` is how long to keep reconnecting before giving up with one line: a command a person
 typed gives up at once, a worker waits for the server to come back (a restart, a failover).
+
+No call waits forever (``session_options``): every session has a statement, lock and idle-in-
+transaction timeout, TCP keepalives and a TCP user timeout (a server that vanished without a word
+is noticed), and a transaction's output is drained within a bound before its COMMIT (``_drain``).
+Past a bound the transaction is rolled back and the caller gets one line.
 """
 
 from __future__ import annotations
@@ -17,16 +22,17 @@ from __future__ import annotations
 import logging
 import os
 import random
+import select
 import socket
 import time
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pgerrors
 
-from resumable.errors import StoreError
+from resumable.errors import InvalidInputError, StoreError
+from resumable.store.postgres.urls import redact
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,20 +51,17 @@ Connection = psycopg.Connection[Any]
 _RETRY_AT_ONCE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
 _CONNECT_TIMEOUT = 10
 
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages and listings."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "the database"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+# The bounds of every session, in milliseconds (see "Limits and timeouts" in docs/many-machines.md).
+# Generous next to what resumable's statements take (a 200,000-unit init commits in seconds), tight
+# next to "forever". A URL's own ``options=-c ...`` come after these, so a user's setting wins.
+STATEMENT_TIMEOUT_MS = 10 * 60 * 1000
+LOCK_TIMEOUT_MS = 2 * 60 * 1000
+IDLE_IN_TRANSACTION_MS = 10 * 60 * 1000
+# A sent byte unacknowledged this long means the server is gone (a cable pulled, a host powered
+# off): the socket errors out instead of waiting for the kernel's retransmissions (~15 minutes).
+TCP_USER_TIMEOUT_MS = 60 * 1000
+# How long the client waits for the server to take the rest of a transaction's statements.
+DRAIN_TIMEOUT = STATEMENT_TIMEOUT_MS / 1000
 
 
 def first_line(exc: BaseException) -> str:
@@ -72,6 +75,28 @@ def host_name() -> str:
 
 class LostConnection(StoreError):
     """The connection to the server was lost and could not be made again within the patience."""
+
+
+class RefusedValue(InvalidInputError):
+    """The server refused a value of the transaction (a data error: a timestamp or a number out of
+    range, text it cannot hold). Permanent: the same transaction fails the same way, so it is not
+    a ``StoreError``, which long-lived callers (a worker) ride out by trying again; it ends them."""
+
+
+def session_options(url: str) -> dict[str, Any]:
+    """The keyword arguments of every connection: the session's bounds (see the module docstring),
+    the URL's own ``options`` after them."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(url).get("options") or ""
+    except psycopg.Error:
+        given = ""  # a malformed URL is reported by the connect that uses it
+    bounds = (f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS}"
+              f" -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}")
+    return {"connect_timeout": _CONNECT_TIMEOUT, "application_name": "resumable",
+            "options": f"{bounds} {given}".strip(), "keepalives": 1, "keepalives_idle": 30,
+            "keepalives_interval": 10, "keepalives_count": 3, "tcp_user_timeout": TCP_USER_TIMEOUT_MS}
 
 
 class Db:
@@ -90,8 +115,7 @@ class Db:
     def connect(self, *, autocommit: bool = False) -> Connection:
         """A new connection of its own (LISTEN, advisory locks), or a one-line StoreError."""
         try:
-            return psycopg.connect(self.url, autocommit=autocommit, connect_timeout=_CONNECT_TIMEOUT,
-                                   application_name="resumable")
+            return psycopg.connect(self.url, autocommit=autocommit, **session_options(self.url))
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.display}: {first_line(exc)} — is the server"
                              " running? check --store / RESUMABLE_STORE") from exc
@@ -106,7 +130,7 @@ class Db:
         self._drop_single()
         self._pool = ConnectionPool(
             self.url, min_size=1, max_size=max(1, size), open=False, name="resumable",
-            kwargs={"autocommit": False, "connect_timeout": _CONNECT_TIMEOUT, "application_name": "resumable"},
+            kwargs={"autocommit": False, **session_options(self.url)},
             reconnect_timeout=max(self.patience, 1.0))
         self._pool.open(wait=False)
 
@@ -171,6 +195,8 @@ class Db:
             try:
                 with conn.pipeline() if pipeline else nullcontext():
                     result = fn(conn)
+                    if pipeline:
+                        _drain(conn, DRAIN_TIMEOUT)
                     committing = True
                     conn.commit()
                 return result
@@ -178,11 +204,20 @@ class Db:
                 _rollback(conn)
                 time.sleep(random.uniform(0, 0.01))
                 continue
+            # A bound of the session (lock_timeout, statement_timeout): the server cancelled the statement.
+            except (pgerrors.LockNotAvailable, pgerrors.QueryCanceled) as exc:
+                _rollback(conn)
+                raise StoreError(f"{self.display}: {what}: {first_line(exc)} — the server's bound was reached;"
+                                 " nothing was written, try again") from exc
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 if not (conn.closed or conn.broken):
                     _rollback(conn)
                     raise StoreError(f"{self.display}: {what}: {first_line(exc)}") from exc
                 lost = exc
+            except psycopg.DataError as exc:
+                _rollback(conn)
+                raise RefusedValue(f"{self.display}: {what}: {first_line(exc)} — the database refused a value;"
+                                   " trying again cannot help") from exc
             except psycopg.Error as exc:
                 _rollback(conn)
                 raise StoreError(f"{self.display}: {what}: {first_line(exc)}") from exc
@@ -232,6 +267,29 @@ class Db:
     def read(self, fn: Callable[[Connection], T], *, what: str, patience: float | None = None) -> T:
         """A read-only transaction (retried like any other; there is nothing to commit)."""
         return self.transact(fn, what=what, patience=patience)
+
+
+def _drain(conn: Connection, timeout: float) -> None:
+    """Send everything the pipeline still holds before its COMMIT is queued.
+
+    psycopg's pipeline sends a command and stops after one partial write when no command is left
+    to send; its COMMIT then waits for an answer to statements the server has not fully received,
+    and both sides wait forever (the server in ``ClientRead``, the client in ``poll``). A statement
+    larger than the socket's buffers (a 200,000-unit init, a long import) is enough. So the
+    output is written here, to the last byte, while what the server answers meanwhile is read into
+    libpq's buffer (a server blocked on a full send buffer would stop reading ours); the COMMIT and
+    the Sync that follow are a few bytes, which one write takes whole."""
+    pgconn = conn.pgconn
+    deadline = time.monotonic() + timeout
+    while pgconn.flush() == 1:  # 1: part of the output is still in libpq's buffer
+        left = deadline - time.monotonic()
+        if left <= 0:
+            # Closed, not rolled back: a rollback would queue behind the output that cannot be sent.
+            conn.close()
+            raise psycopg.OperationalError(f"the server took no more of the statements within {timeout:g}s")
+        readable, _, _ = select.select([pgconn.socket], [pgconn.socket], [], left)
+        if readable:
+            pgconn.consume_input()
 
 
 def _rollback(conn: Connection) -> None:

@@ -13,11 +13,13 @@ from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, Ref
 from resumable.store.postgres import runstate
 from resumable.store.postgres.queries import Q
 from resumable.store.postgres.runstate import RunState, RunWriter
+from resumable.store.postgres.schema import NoSchemaError
 from resumable.store.values import Record
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 
+    from resumable.core.types import Event
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.listen import Listener
     from resumable.store.postgres.place import Place
@@ -57,7 +59,10 @@ class PgRunHandle:
             row = runstate.find_row(conn, self._run_id, lock=False)
             return row is not None and row.seq > 0
 
-        return self.place.read(look, what=f"look for run {self._run_id}")
+        try:
+            return self.place.read(look, what=f"look for run {self._run_id}")
+        except NoSchemaError:
+            return False  # a database resumable never wrote to holds no run
 
     def load(self) -> dict[str, Any] | None:
         """The document: the numbered events, then the workers' events not numbered yet."""
@@ -70,6 +75,9 @@ class PgRunHandle:
 
         try:
             self.state, doc = self.place.read(catch_up, what=f"read run {self._run_id}")
+        except NoSchemaError:
+            self.state = None
+            return None  # no run: an init creates the schema with it; `read` says why there is none
         except BaseException:
             self.state = None  # a replay that stopped half way leaves a half-built document
             raise
@@ -81,7 +89,7 @@ class PgRunHandle:
     def read(self) -> dict[str, Any]:
         doc = self.load()
         if doc is None:
-            raise self.missing()
+            raise self.place.no_schema or self.missing()
         return doc
 
     def history(self, since: int = 0) -> Iterator[Record]:
@@ -108,13 +116,13 @@ class PgRunHandle:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+    def commit(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
         if not events:
             return []
         init = verbs.stamp_batch(events)
         for event in events:
             runstate.encode_event(event)  # refused before anything is sent
-        units = sorted({e["unit"] for e in events if e.get("t") == "unit" and isinstance(e.get("unit"), str)})
+        units = sorted({u for u in map(_unit_of, events) if u is not None})
 
         def lock_steps(conn: Connection) -> Any:
             # A unit a worker may be claiming or completing: its step row is locked first (the
@@ -123,7 +131,7 @@ class PgRunHandle:
 
         def body(w: RunWriter) -> list[Any]:
             out = w.apply(events)
-            done = [e["unit"] for e in events if e.get("t") == "unit" and e.get("state") == "done"]
+            done = [u for e in events if (u := _unit_of(e)) is not None and e.get("state") == "done"]
             if w.row.job is not None and done:
                 # Recorded done here: a worker that holds the step is fenced off, its dependents freed.
                 w.conn.execute(Q.mark_done, {"pk": w.row.pk, "steps": done})
@@ -156,7 +164,8 @@ class PgRunHandle:
             return bool(holder) and holder[0].saved(conn)
 
         try:
-            out = self.place.write(txn, what=what, probe=probe, patience=patience, pipeline=True)
+            out = self.place.write(txn, what=what, probe=probe, patience=patience, pipeline=True,
+                                   migrate=init or create)
         except BaseException:
             if holder and (holder[0].applied or holder[0].bodies):
                 self.state = None
@@ -286,3 +295,9 @@ class PgRunHandle:
         if self._listener is not None:
             self._listener.close()
             self._listener = None
+
+
+def _unit_of(event: Mapping[str, Any]) -> str | None:
+    """The unit a ``unit`` event is about (its step row, on a submitted run)."""
+    unit = event.get("unit") if event.get("t") == "unit" else None
+    return unit if isinstance(unit, str) else None

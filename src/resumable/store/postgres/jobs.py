@@ -15,6 +15,7 @@ from resumable.store.postgres.queries import WORK, Q
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from resumable.core.types import Event
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.place import Place
     from resumable.store.postgres.runstate import RunWriter
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
            steps: Sequence[Mapping[str, Any]], plan: Callable[[Mapping[str, Any]], Mapping[str, Any]],
            options: Mapping[str, Any],
-           marks: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+           marks: Callable[[Mapping[str, Any]], Sequence[Event]] | None = None) -> dict[str, Any]:
     """Record a job as a run: its steps (``{"id", "needs", "spec", "command"}``, in the job's
     order), which of them run (``plan(units)`` -> ``{step: decision}`` with ``run``, ``reason``,
     ``invalidate``, decided on the document under the row lock) and the run's options; ``marks(units)``
@@ -74,7 +75,7 @@ def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
             attempt = max(attempt, _last_attempt(units.get(sid)))
             remaining = sum(1 for n in s["needs"] if n in runs)
             known = units.get(sid)
-            fingerprint = {k: known[k] for k in ("fingerprint", "fingerprintHost")
+            fingerprint = {k: known[k] for k in ("fingerprint", "fingerprintHost", "artifacts")
                            if isinstance(known, dict) and k in known}
             if sid in live:
                 assert prev is not None

@@ -131,7 +131,7 @@ class Completion:
             # local runner starts it.
             again = [(rows[c.step][8], _claimable(rows[c.step])) for c, _, _ in others
                      if _due_now(answers.get(id(c)))]
-            candidates = sorted([(r[7], tuple(r[1:7])) for r in ready] + again, key=lambda pair: pair[0])
+            candidates = sorted([(r[9], tuple(r[1:9])) for r in ready] + again, key=lambda pair: pair[0])
             claims = take(conn, self.batch, self.more, self.batch.run_id,
                           [row for _, row in candidates[:self.more.limit]])
         taken = {c.step for c in claims}
@@ -221,17 +221,17 @@ def _due_now(settled: policy.Settled | None) -> bool:
 
 
 def _claimable(row: Sequence[Any]) -> tuple[Any, ...]:
-    """A ``claimed_rows`` row as ``take`` wants it: step, spec, attempt, epoch, needs, fingerprint."""
-    step, _, epoch, _, spec, attempt, needs, fingerprint, _ = row
-    return step, spec, attempt, epoch, needs, fingerprint
+    """A ``claimed_rows`` row as ``take`` wants it (``ready_steps``' columns but the first and last)."""
+    step, _, epoch, _, spec, attempt, needs, fingerprint, _, upstream, reran = row
+    return step, spec, attempt, epoch, needs, fingerprint, upstream, reran
 
 
 def _fingerprint(result: Mapping[str, Any]) -> Any:
-    """What a claim of the step later needs of the unit: the fingerprint and where it was taken."""
+    """What a later claim needs of the unit: its fingerprint, where it was taken, its artifacts."""
     from psycopg.types.json import Jsonb
 
     fields = result.get("fields") or {}
-    return Jsonb({k: fields[k] for k in ("fingerprint", "fingerprintHost") if k in fields})
+    return Jsonb({k: fields[k] for k in ("fingerprint", "fingerprintHost", "artifacts") if k in fields})
 
 
 def release(place: Place, claim: Claim, reason: str, *, attempt: Mapping[str, Any] | None = None,

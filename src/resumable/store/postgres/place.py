@@ -26,6 +26,7 @@ class Place:
     def __init__(self, url: str, *, patience: float = 0.0) -> None:
         self.db = Db(url, patience=patience)
         self.version: int | None = None
+        self.no_schema: schema.NoSchemaError | None = None  # what a read of a database without it said
         self.handles: dict[str, PgRunHandle] = {}
         self.follow_ups: dict[int, tuple[str, bool]] = {}  # run row key -> (id, seen with nothing open)
 
@@ -33,18 +34,23 @@ class Place:
     def root(self) -> str:
         return self.db.display
 
-    def ready(self) -> Db:
-        """The database, its schema checked (and brought up to date) once per process."""
+    def ready(self, *, migrate: bool = False) -> Db:
+        """The database, its schema checked once per process; ``migrate``: brought up to date
+        (writes that create a run, workers), else a database without it is refused."""
         if self.version is None:
-            self.version = schema.check(self.db)
+            try:
+                self.version = schema.check(self.db, migrate=migrate)
+            except schema.NoSchemaError as exc:
+                self.no_schema = exc
+                raise
         return self.db
 
     def read(self, fn: Callable[[Connection], T], *, what: str, patience: float | None = None) -> T:
         return self.ready().read(fn, what=what, patience=patience)
 
     def write(self, fn: Callable[[Connection], T], *, what: str, probe: Callable[[Connection], bool] | None = None,
-              patience: float | None = None, pipeline: bool = False) -> T:
-        return self.ready().transact(fn, what=what, probe=probe, patience=patience, pipeline=pipeline)
+              patience: float | None = None, pipeline: bool = False, migrate: bool = False) -> T:
+        return self.ready(migrate=migrate).transact(fn, what=what, probe=probe, patience=patience, pipeline=pipeline)
 
     def handle(self, run_id: str) -> PgRunHandle:
         """A long-lived handle (its cached document kept between transactions), one per run."""

@@ -63,7 +63,13 @@ UPDATE resumable_runs SET stopping = true WHERE pk = %(pk)s;
 -- ready_steps --
 -- Ready steps of a running run (by its row key, or by id when %(pk)s is NULL), in the job's order,
 -- locked; those another worker is taking are skipped.
-SELECT s.run_pk, s.step, s.spec, s.attempt, s.epoch, s.needs, s.fingerprint, s.ord
+SELECT s.run_pk, s.step, s.spec, s.attempt, s.epoch, s.needs, s.fingerprint,
+    -- what its needs made (their artifacts), and which of them ran since the job was submitted
+    (SELECT jsonb_object_agg(n.step, n.fingerprint -> 'artifacts') FROM resumable_steps n
+     WHERE s.needs <> '{}' AND n.run_pk = s.run_pk AND n.step = ANY(s.needs)),
+    (SELECT array_agg(n.step) FROM resumable_steps n
+     WHERE s.needs <> '{}' AND n.run_pk = s.run_pk AND n.step = ANY(s.needs) AND n.tries > 0),
+    s.ord
 FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk
 WHERE r.pk = coalesce(%(pk)s::bigint, (SELECT pk FROM resumable_runs WHERE id = %(run)s AND archived_at IS NULL))
   AND r.status = 'running' AND NOT r.stopping
@@ -151,11 +157,16 @@ UNION ALL SELECT 'epoch', s.step, s.epoch FROM resumable_steps s
 
 -- claimed_rows --
 -- The rows of steps whose outcome is not done, locked, to check each claim's fence (and to claim
--- again a retry due at once).
-SELECT step, state, epoch, failures, spec, attempt, needs, fingerprint, ord FROM resumable_steps
-WHERE run_pk = %(pk)s AND step = ANY(%(steps)s::text[])
-ORDER BY ord
-FOR UPDATE;
+-- again a retry due at once: what its needs made, as ready_steps says it).
+SELECT s.step, s.state, s.epoch, s.failures, s.spec, s.attempt, s.needs, s.fingerprint, s.ord,
+    (SELECT jsonb_object_agg(n.step, n.fingerprint -> 'artifacts') FROM resumable_steps n
+     WHERE s.needs <> '{}' AND n.run_pk = s.run_pk AND n.step = ANY(s.needs)),
+    (SELECT array_agg(n.step) FROM resumable_steps n
+     WHERE s.needs <> '{}' AND n.run_pk = s.run_pk AND n.step = ANY(s.needs) AND n.tries > 0)
+FROM resumable_steps s
+WHERE s.run_pk = %(pk)s AND s.step = ANY(%(steps)s::text[])
+ORDER BY s.ord
+FOR UPDATE OF s;
 
 -- open_steps --
 -- Whether a step of the run other than %(steps)s is open (pending or running), and whether one runs.

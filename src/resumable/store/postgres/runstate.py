@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from resumable.core import jsonio
-from resumable.core.events import apply
+from resumable.core.events import apply, is_event
 from resumable.core.model import refuse_newer, shape_problem
 from resumable.core.stamps import parse_stamp, stamp
 from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
@@ -34,6 +34,7 @@ from resumable.store.postgres.queries import Q
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
+    from resumable.core.types import Event
     from resumable.store.postgres.db import Connection
 
 CHANGED = "resumable_changed"  # NOTIFY channel: payload = run id, on every commit
@@ -65,7 +66,7 @@ class RunRow:
 _ROW = "SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes FROM resumable_runs"
 
 
-def encode_event(event: dict[str, Any]) -> str:
+def encode_event(event: Event) -> str:
     if _RESERVED.intersection(event):
         raise InvalidInputError(f"an event may not carry the keys {', '.join(sorted(_RESERVED))}")
     try:
@@ -74,7 +75,7 @@ def encode_event(event: dict[str, Any]) -> str:
         raise InvalidInputError(f"value cannot be stored as JSON: {exc}") from exc
 
 
-def decode_event(body: str, seq: int, where: str) -> dict[str, Any]:
+def decode_event(body: str, seq: int, where: str) -> Event:
     try:
         event = jsonio.loads(body.encode("utf-8"))
     except ValueError as exc:
@@ -85,6 +86,8 @@ def decode_event(body: str, seq: int, where: str) -> dict[str, Any]:
     if isinstance(version, int) and version > RECORD_FORMAT:
         raise NewerFormatError(f"{where}: event {seq} was written by a newer resumable (format {version});"
                                " upgrade resumable")
+    if not is_event(event):
+        raise CorruptRunError(f"{where}: event {seq} has no kind (t)")
     return event
 
 
@@ -199,7 +202,7 @@ class RunWriter:
     def doc(self) -> dict[str, Any]:
         return self.state.doc or {}
 
-    def apply(self, events: Sequence[dict[str, Any]]) -> list[Any]:
+    def apply(self, events: Sequence[Event]) -> list[Any]:
         """Apply ``events`` in order; a refusal or bad input raises before anything is stored."""
         outputs = []
         if self.state.doc is not None and events and events[0].get("t") != "init":

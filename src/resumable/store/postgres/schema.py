@@ -5,7 +5,9 @@ applied, so a database says which resumable it was made for. Applying takes a tr
 advisory lock (two processes starting at once apply each migration once) and runs each file in
 the same transaction as its version row: a migration is applied whole or not at all.
 
-The first use of a database applies what is missing, as ``resumable db upgrade`` does. A database
+The first write that creates a run (``init``, ``submit``, ``import``), and a worker, apply what is
+missing, as ``resumable db upgrade`` does; a read of a database without the schema is refused in
+one line and changes nothing. A database
 whose schema is newer than this resumable knows is refused with one line (``NewerFormatError``),
 never read: a newer resumable may store things an older one would misread or overwrite.
 """
@@ -21,6 +23,11 @@ from resumable.errors import NewerFormatError, StoreError
 
 if TYPE_CHECKING:
     from resumable.store.postgres.db import Connection, Db
+
+class NoSchemaError(StoreError):
+    """The database has no resumable schema: resumable never wrote to it (exit 1). A run's handle
+    reads it as "no such run" where a caller only looks (before an init that creates the run)."""
+
 
 _LOCK_KEY = 0x7265_7375  # "resu": the advisory lock migrations take
 _VERSION_TABLE = "resumable_schema"
@@ -51,13 +58,21 @@ def current(conn: Connection) -> int | None:
     return int(got[0]) if got and got[0] is not None else 0
 
 
-def check(db: Db) -> int:
-    """The schema version in use, applying what is missing (first use, or after an upgrade of
-    resumable); ``NewerFormatError`` when the database is newer than this resumable."""
+def check(db: Db, *, migrate: bool) -> int:
+    """The schema version in use; ``NewerFormatError`` when the database is newer than this
+    resumable. ``migrate`` (a write that creates a run, a worker, ``db upgrade``): apply what is
+    missing; otherwise a database without the schema, or with an older one, is refused in one
+    line and left as it is: a read never changes a database, whichever it was pointed at."""
     have = db.read(current, what="read the schema version")
     if have is not None and have >= latest():
         _refuse_newer(db, have)
         return have
+    if not migrate:
+        if have is None:
+            raise NoSchemaError(f"no resumable schema in {db.display}; run `resumable db upgrade` (or point"
+                             " --store / RESUMABLE_STORE at the database that holds the runs)")
+        raise StoreError(f"the database at {db.display} has resumable schema version {have}, older than this"
+                         f" resumable's ({latest()}); run `resumable db upgrade`")
     return upgrade(db)[1]
 
 

@@ -1,8 +1,8 @@
-"""The seed-compatible verbs (``init unit phase get resume item resolve validation finalize gc``).
+"""The low-level verbs (``init unit phase get resume item resolve validation finalize gc``).
 
-They parse arguments exactly as the seed's ``checkpoint.mjs`` did (``opt(name)`` takes the token
+They parse arguments exactly as ulpi's ``checkpoint.mjs`` did (``opt(name)`` takes the token
 after the first occurrence of ``name`` and refuses a missing value or one starting with ``--``;
-csv lists are split, trimmed, empties dropped), so scripts written against the seed keep working
+csv lists are split, trimmed, empties dropped), so scripts written against checkpoint.mjs keep working
 with only the command name changed. The parser is a small table rather than click because these
 verbs are called thousands of times from shell loops and importing click alone costs more than
 the rest of a call; ``resumable <verb> --help`` still goes through click (cli.py).
@@ -45,7 +45,7 @@ OPTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 
 
 class Args:
-    """Seed-style argument access over one verb's tokens."""
+    """Argument access, as checkpoint.mjs's, over one verb's tokens."""
 
     def __init__(self, verb: str, tokens: list[str]) -> None:
         self.verb = verb
@@ -111,10 +111,11 @@ BIG_PRINT = 5000
 
 
 def _entries(value: Any) -> int:
+    """Entries of the containers a printed value holds at its top (a document's units and items,
+    a summary's lists, a resume set's)."""
     if not isinstance(value, dict):
         return 0
-    return sum(len(value[k]) for k in ("units", "openItems", "resolvedItems")
-               if isinstance(value.get(k), (dict, list)))
+    return sum(len(v) for v in value.values() if isinstance(v, (dict, list)))
 
 
 def _out(value: Any, *, pretty: bool = False) -> None:
@@ -144,7 +145,7 @@ def _init(args: Args) -> None:
     if args.opt("--launch") is not None:
         from resumable.api import validate_launch
 
-        launch = validate_launch(_json_arg(args, "--launch", ""))  # seed: "--launch is not valid JSON"
+        launch = validate_launch(_json_arg(args, "--launch", ""))  # checkpoint.mjs: "--launch is not valid JSON"
     run = _open(args)
     run_id = run.init(
         task,
@@ -187,20 +188,34 @@ def _read(args: Args) -> dict[str, Any]:
     return doc
 
 
+def _counted(args: Args) -> dict[str, Any]:
+    """The document ``get --summary`` and ``resume`` read: a large run's digests where the store
+    keeps them (each unit's status and needs: all these verbs look at, without decoding the units
+    whole), else the whole document."""
+    from resumable.store.backend import DigestReading
+
+    handle = _open(args).handle
+    if isinstance(handle, DigestReading):
+        view = handle.load_digests()
+        if view is not None:
+            return view.doc
+    doc: dict[str, Any] = handle.read()
+    return doc
+
+
 def _get(args: Args) -> None:
-    doc = _read(args)
     if args.flag("--summary"):
         from resumable.core.model import summary
 
-        _out(summary(doc), pretty=True)
+        _out(summary(_counted(args)), pretty=True)
     else:
-        _out(doc, pretty=True)
+        _out(_read(args), pretty=True)
 
 
 def _resume(args: Args) -> None:
     from resumable.core.plan import resume_set
 
-    _out(resume_set(_read(args)), pretty=True)  # the seed prints it indented, as `get`
+    _out(resume_set(_counted(args)), pretty=True)  # checkpoint.mjs prints it indented, as `get`
 
 
 def _item(args: Args) -> None:
@@ -248,8 +263,10 @@ def _gc(args: Args) -> None:
             keep = float(raw)
         except ValueError:
             keep = float("nan")
-        if not 0 <= keep < float("inf"):
-            raise InvalidInputError("--keep-days must be a non-negative number")
+        from resumable.core.durations import MAX_DAYS
+
+        if not 0 <= keep <= MAX_DAYS:
+            raise InvalidInputError(f"--keep-days must be a non-negative number, at most {MAX_DAYS}")
     count, archive = gc(args.pos(0) or args.opt("--dir"), keep, store_url=args.opt("--store"))
     if count < 0:
         print("0 archived (no runs dir)")
@@ -273,7 +290,7 @@ HANDLERS: dict[str, Callable[[Args], None]] = {
 
 
 def run_verb(verb: str, tokens: list[str]) -> int:
-    """Run one seed verb; returns the exit code."""
+    """Run one low-level verb; returns the exit code."""
     try:
         args = Args(verb, tokens)
         if verb != "gc" and args.pos(0) is None:
@@ -288,7 +305,7 @@ def run_verb(verb: str, tokens: list[str]) -> int:
         return report(exc)
     if stale:
         # The write is durable in the journal (every resumable reader sees it), but a script that
-        # cats the snapshot would be misled: say so, and exit 1 as the seed did on a failed write.
+        # cats the snapshot would be misled: say so, and exit 1 as checkpoint.mjs did on a failed write.
         from resumable.cli.errors import report
         from resumable.errors import StoreError
 

@@ -1,10 +1,10 @@
-"""Reading the seed's opt-in hash-chained event log (``<id>.events.jsonl``); never writing it.
+"""Reading ulpi's opt-in hash-chained event log (``<id>.events.jsonl``); never writing it.
 
-The seed (spec §1.5) may keep, next to a snapshot ``<id>.json``, a JSON Lines log whose first line
+ulpi's checkpoint store may keep, next to a snapshot ``<id>.json``, a JSON Lines log whose first line
 is ``{"v":1,"op":"init","doc":{…},"afterHash":H}`` and each later line one transition
 ``{"v":1,"op":"set|merge|delete","path":[…],"value"?:…,"beforeHash":H0,"afterHash":H1}``. Every hash
 is the sha256 of ``JSON.stringify(doc)``. A crash between the fsynced append and the snapshot
-rename leaves the log ahead of the snapshot; this module replays it by the seed's rules so that the
+rename leaves the log ahead of the snapshot; this module replays it by ulpi's rules so that the
 store can adopt the replayed document:
 
 - only a final fragment without a newline is a write in flight and is dropped;
@@ -170,7 +170,7 @@ def stringify(value: Any) -> str:
 
 
 def digest(doc: Any) -> str:
-    """The seed's ``digest``: sha256 hex of ``JSON.stringify(doc)`` in UTF-8."""
+    """ulpi's ``digest``: sha256 hex of ``JSON.stringify(doc)`` in UTF-8."""
     text = _encode(doc)
     try:
         data = text.encode("utf-8")
@@ -182,7 +182,7 @@ def digest(doc: Any) -> str:
 # ---- applyEvent ------------------------------------------------------------------------------------
 
 class TransitionError(ValueError):
-    """A transition breaks a rule of the seed's ``applyEvent`` (the seed's EventLogError)."""
+    """A transition breaks a rule of ulpi's ``applyEvent`` (ulpi's EventLogError)."""
 
 
 def _clone(value: Any) -> Any:
@@ -226,7 +226,7 @@ def _apply_in_place(doc: dict[str, Any], event: Mapping[str, Any]) -> None:
 
 
 def apply_event(doc: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, Any]:
-    """The seed's pure ``applyEvent``: a new document; ``doc`` and ``event`` are left untouched."""
+    """ulpi's pure ``applyEvent``: a new document; ``doc`` and ``event`` are left untouched."""
     if not isinstance(doc, dict) or not isinstance(event, dict):
         raise TransitionError("document and event must be JSON objects")
     out: dict[str, Any] = _clone(doc)
@@ -308,7 +308,7 @@ class Replayed:
 
 
 def replay(snapshot: str | os.PathLike[str], *, keep_records: bool = False) -> Replayed:
-    """The seed's ``replayEventLog``: the document the log of ``snapshot`` describes, verified.
+    """ulpi's ``replayEventLog``: the document the log of ``snapshot`` describes, verified.
     ``keep_records`` also returns the transition records (to apply some of them elsewhere)."""
     log = event_log_path(snapshot)
     raw = _read_regular(log, "event log")
@@ -373,14 +373,14 @@ def _tail_line(log: str) -> bytes:
 
 def last_after_hash(snapshot: str | os.PathLike[str]) -> object:
     """The ``afterHash`` of the log's last complete record, read from the end of the file (cheap
-    whatever the log's length; the chain is NOT verified, exactly as on the seed's append path)."""
+    whatever the log's length; the chain is NOT verified, exactly as on ulpi's append path)."""
     log = event_log_path(snapshot)
     return _record(_tail_line(log).decode("utf-8", "replace"), "last line", log).get("afterHash")
 
 
 def digest_matches(doc: object, snapshot: str | os.PathLike[str]) -> bool:
-    """The seed's in-sync test: the snapshot document's digest equals the last afterHash. When it
-    does not, the seed replays the log (crash recovery)."""
+    """ulpi's in-sync test: the snapshot document's digest equals the last afterHash. When it
+    does not, ulpi replays the log (crash recovery)."""
     return isinstance(doc, dict) and digest(doc) == last_after_hash(snapshot)
 
 
@@ -389,17 +389,17 @@ LogKind = Literal["no_log", "in_sync", "log_ahead", "diverged", "snapshot_unread
 
 @dataclass(frozen=True)
 class LogState:
-    """How a seed event log stands against its snapshot.
+    """How a ulpi event log stands against its snapshot.
 
     - ``no_log``: there is no event log; nothing to adopt.
-    - ``in_sync``: the snapshot is the log's last state (the seed's cheap digest test).
+    - ``in_sync``: the snapshot is the log's last state (ulpi's cheap digest test).
     - ``log_ahead``: the snapshot is an earlier state of the chain; ``ahead_by`` records of the log
       are missing from it (the crash window). Adopt ``replayed.doc``.
     - ``snapshot_unreadable``: no snapshot document to compare (missing, unparseable, not an
-      object); the seed rebuilds it from the log, so adopting ``replayed.doc`` is what it would do.
+      object); ulpi rebuilds it from the log, so adopting ``replayed.doc`` is what it would do.
     - ``diverged``: the snapshot matches no state of the log: something other than the log wrote it
-      (the seed's own store, a hand edit). The seed would replay and lose those writes (its bug
-      §1.9.2); the caller should keep the snapshot and say so rather than adopt.
+      (ulpi's own store, a hand edit). ulpi would replay and lose those writes (a bug of
+      its); the caller should keep the snapshot and say so rather than adopt.
     """
 
     kind: LogKind
