@@ -125,8 +125,9 @@ def claim(place: Place, request: ClaimRequest, runs: Sequence[str] | None) -> tu
 
         got, due, pk, over = place.write(txn, what=f"claim steps of run {run_id}", probe=probe, patience=0,
                                          pipeline=True)
-        if pk is not None:
-            append.follow_up(place, run_id, pk, over=over)
+        if pk is None:
+            raise place.handle(run_id).missing()  # a run named that is not there (a worker's --run)
+        append.follow_up(place, run_id, pk, over=over)
         out += got
         if due is not None and len(got) < left:
             wake = due if wake is None else min(wake, due)
