@@ -13,10 +13,6 @@ LIMIT = 80
 # path under src/resumable -> functions (Class.method) still over the limit.
 KNOWN = {
     "runner/scheduler.py": {"Scheduler._loop"},
-    "runner/session.py": {"execute"},
-    "store/files/loader.py": {"_load"},
-    "store/files/snapshot.py": {"_decode_chunked"},
-    "cli/status.py": {"status_command"},
     "core/recipe.py": {"classify"},
     "durable/pool.py": {"_threads"},
 }

@@ -11,7 +11,7 @@ validate) and 1 otherwise.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -27,13 +27,13 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--base-dir", metavar="DIR", help=_BASE_HELP)(func)
 
 
-def _pretty(data: dict[str, Any]) -> None:
+def _pretty(data: Mapping[str, object]) -> None:
     from resumable.core import jsonio
 
     sys.stdout.write(jsonio.stdlib_dumps(data, indent=2, default=str) + "\n")
 
 
-def _compact(data: dict[str, Any]) -> None:
+def _compact(data: Mapping[str, object]) -> None:
     from resumable.core import jsonio
 
     sys.stdout.write(jsonio.stdlib_dumps(data, default=str) + "\n")

@@ -106,7 +106,13 @@ def log_command(run: str, step: str, n: int | None, store_url: str | None) -> No
     if got is None:
         which = "attempt" if n is None else f"attempt {n}"
         raise NoRunError(f"no {which} of step {step!r} of run {run!r} under {backend.root}")
-    data = got[1] or b""
+    data = got[1]
+    if not data:
+        # Said, not silent: a person would otherwise not know whether the step printed nothing or
+        # the command failed. On stderr when piped, so the output stays the log's exact bytes.
+        note = "(empty log)" if data is not None else f"(no log stored with attempt {got[0]})"
+        click.echo(note, err=not sys.stdout.isatty())
+        return
     if sys.stdout.isatty():
         text = data.decode("utf-8", "replace")
         sys.stdout.write("\n".join(escape_controls(line) for line in text.split("\n")))

@@ -37,6 +37,8 @@ from resumable.store.values import LEASE_FORMAT
 from resumable.view import discovery, liveness
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from resumable.store.backend import Backend
 
 OK, INFO, WARNING, PROBLEM = "ok", "info", "warning", "problem"
@@ -362,7 +364,7 @@ def _status(run_id: str, option: tuple[str, str] | None, *extra: str) -> str:
     return recipe.command(["resumable", "status", run_id, *extra, *(option or ())])
 
 
-def _not_worked_on(verdict: liveness.Verdict, doc: dict[str, Any], location: str,
+def _not_worked_on(verdict: liveness.Verdict, doc: Mapping[str, Any], location: str,
                    option: tuple[str, str] | None) -> Finding:
     """A live run nothing works on: a runner that is gone needs someone (a problem); a script that
     ended without finishing, or a submitted run waiting for workers, is worth a look (a warning)."""

@@ -58,32 +58,14 @@ def status_command(
     units_state: str | None,
 ) -> None:
     """Show where a run stands (RUN: an id, an id prefix or a .json path; default the newest)."""
-    if units_state is not None and units_state not in view.UNITS_STATES:
-        raise UsageError(f"unknown unit state {units_state!r} for --units: use one of "
-                         f"{', '.join(view.UNITS_STATES)}")
-    if watch and (as_json or list_ or resume or units_state):
-        raise UsageError("--watch shows the live view; it does not combine with "
-                         "--json, --list, --resume or --units")
-    if list_ and (resume or units_state):
-        raise UsageError("--list does not combine with --resume or --units")
+    check_options(list_=list_, as_json=as_json, resume=resume, watch=watch, units_state=units_state)
     until = _until(wait_for, watch)
     backend = store.open_backend(runs_dir, url=store_url)
     printer = Printer.for_stdout(no_color)
     now = time.time()
 
     if list_:
-        entries = backend.list_runs()
-        if as_json:
-            printer.text(dump_json([
-                e.doc if e.doc is not None else {"file": e.location, "error": e.error} for e in entries
-            ]))
-            return
-        if not entries:
-            printer.text(f"no runs yet under {backend.root}")
-            return
-        printer.text(escape_controls(f"{len(entries)} run{'s' if len(entries) != 1 else ''} under"
-                                     f" {backend.description}, newest first"))
-        printer.lines([view.list_line(e.name, e.doc, e.error, now, judged(backend, e)) for e in entries])
+        list_runs(backend, printer, as_json=as_json, now=now)
         return
 
     # The plain view only counts a run's units and details a few: a large run's digests serve it.
@@ -97,29 +79,13 @@ def status_command(
         click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or "
                    "`resumable init`", err=as_json)
         return
-    if picked.also_matched:
-        warn(f"{run!r} also matches {', '.join(picked.also_matched[:5])}"
-             f"{' …' if len(picked.also_matched) > 5 else ''}; showing {picked.entry.run_id}")
+    warn_also_matched(run, picked)
     entry = picked.entry
     location = os.path.abspath(entry.location) if entry.location.endswith(".json") else entry.location
 
     hint_store = discovery.store_option(backend)
     if resume:
-        verdict = None
-        if entry.doc is None:
-            desc = recipe.unreadable(location, entry.error or "unreadable")
-        else:
-            desc = recipe.classify(entry.doc, location, here=os.getcwd(), store=hint_store)
-            verdict = judged(backend, entry)
-        if as_json:
-            printer.text(dump_json(desc))
-        else:
-            notes = None if verdict is None or entry.doc is None else \
-                liveness.resume_notes(verdict, entry.doc, file=location, store=hint_store)
-            lines = recipe.render_text(desc, entry.doc, location, notes=notes)
-            printer.text("\n".join(escape_controls(line) for line in lines))
-        if entry.doc is None:
-            raise discovery.unreadable(entry)
+        resume_view(backend, entry, printer, location=location, as_json=as_json, hint_store=hint_store)
         return
 
     if entry.doc is None:
@@ -138,8 +104,7 @@ def status_command(
         printer.lines(view.render_units(doc, units_state, now))
         return
     here = os.getcwd()
-    found = discovery.how_found(backend) or ""
-    runs_line = f"{backend.root} ({found})" if found.startswith("found walking up") else None
+    runs_line = found_walking_up(backend)
     lease = discovery.lease_of(backend, entry)
     judge = Rejudge(lease)
 
@@ -158,6 +123,66 @@ def status_command(
             printer.text("")
             ctx.exit(130)
     printer.lines(frame(doc, now))
+
+
+def warn_also_matched(run: str | None, picked: discovery.Picked) -> None:
+    if picked.also_matched:
+        warn(f"{run!r} also matches {', '.join(picked.also_matched[:5])}"
+             f"{' …' if len(picked.also_matched) > 5 else ''}; showing {picked.entry.run_id}")
+
+
+def found_walking_up(backend: Backend) -> str | None:
+    """The line saying which runs directory the view is of, when it was found by walking up."""
+    found = discovery.how_found(backend) or ""
+    return f"{backend.root} ({found})" if found.startswith("found walking up") else None
+
+
+def check_options(*, list_: bool, as_json: bool, resume: bool, watch: bool, units_state: str | None) -> None:
+    """UsageError for options that do not go together, before anything is read."""
+    if units_state is not None and units_state not in view.UNITS_STATES:
+        raise UsageError(f"unknown unit state {units_state!r} for --units: use one of "
+                         f"{', '.join(view.UNITS_STATES)}")
+    if watch and (as_json or list_ or resume or units_state):
+        raise UsageError("--watch shows the live view; it does not combine with "
+                         "--json, --list, --resume or --units")
+    if list_ and (resume or units_state):
+        raise UsageError("--list does not combine with --resume or --units")
+
+
+def list_runs(backend: Backend, printer: Printer, *, as_json: bool, now: float) -> None:
+    """``--list``: one line per run, newest first (``--json``: their documents)."""
+    entries = backend.list_runs()
+    if as_json:
+        printer.text(dump_json([
+            e.doc if e.doc is not None else {"file": e.location, "error": e.error} for e in entries
+        ]))
+        return
+    if not entries:
+        printer.text(f"no runs yet under {backend.root}")
+        return
+    printer.text(escape_controls(f"{len(entries)} run{'s' if len(entries) != 1 else ''} under"
+                                 f" {backend.description}, newest first"))
+    printer.lines([view.list_line(e.name, e.doc, e.error, now, judged(backend, e)) for e in entries])
+
+
+def resume_view(backend: Backend, entry: RunEntry, printer: Printer, *, location: str, as_json: bool,
+                hint_store: tuple[str, str] | None) -> None:
+    """``--resume``: how to resume the run (``--json``: the descriptor); an unreadable run fails."""
+    verdict = None
+    if entry.doc is None:
+        desc = recipe.unreadable(location, entry.error or "unreadable")
+    else:
+        desc = recipe.classify(entry.doc, location, here=os.getcwd(), store=hint_store)
+        verdict = judged(backend, entry)
+    if as_json:
+        printer.text(dump_json(desc))
+    else:
+        notes = None if verdict is None or entry.doc is None else \
+            liveness.resume_notes(verdict, entry.doc, file=location, store=hint_store)
+        lines = recipe.render_text(desc, entry.doc, location, notes=notes)
+        printer.text("\n".join(escape_controls(line) for line in lines))
+    if entry.doc is None:
+        raise discovery.unreadable(entry)
 
 
 def judged(backend: Backend, entry: RunEntry) -> Verdict | None:

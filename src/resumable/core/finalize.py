@@ -11,9 +11,10 @@ from resumable.core.model import list_of, phases_of, unit_status, units_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
-    Doc = dict[str, Any]
+    Doc = Mapping[str, Any]
 
 
 _SHA256_HEX = frozenset("0123456789abcdef")
@@ -27,7 +28,7 @@ def _blank(value: object) -> bool:
     return not isinstance(value, str) or not value.strip()
 
 
-def _scope_reasons(pipeline: dict[str, Any]) -> list[str]:
+def _scope_reasons(pipeline: Mapping[str, Any]) -> list[str]:
     """ulpi's selected-scope coverage receipt checks (its finalize rules 5 and 6)."""
     cov = pipeline.get("scopeCoverage")
     if not isinstance(cov, dict):

@@ -415,6 +415,12 @@ def dumps_pretty(value: Any, *, big: bool = False) -> bytes:
 # --- the standard library's text, where a format is not the store's ------------------------------
 
 
+def string_literal(text: str) -> str:
+    """``text`` as a JSON string literal with the standard library's escapes (C0 controls, quote
+    and backslash; everything else raw), which are JSON.stringify's but for lone surrogates."""
+    return _escape(text)
+
+
 def stdlib_dumps(value: Any, **options: Any) -> str:
     """``json.dumps(value, **options)``: the standard library's exact text, for output that is not
     the store's (a display with ``default=str``, another tool's file). Loads the ``json`` package

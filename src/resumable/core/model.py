@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from typing import Any, Final, TypeGuard
 
-    from resumable.core.types import FinalState, Item, Launch, PhaseState, Summary, UnitState, ValidationStatus
+    from resumable.core.types import Attempt, FinalState, Item, Launch, PhaseState, Summary, UnitState, ValidationStatus
 
 SCHEMA_VERSION: Final = 2
 
@@ -108,6 +108,16 @@ def is_phase_state(state: object) -> TypeGuard[PhaseState]:
 
 def is_final_state(state: object) -> TypeGuard[FinalState]:
     return isinstance(state, str) and state in FINAL_STATES
+
+
+def is_launch(value: object) -> TypeGuard[Launch]:
+    """Whether a ``--launch`` value is an object; ``core.verbs.validate_launch`` checks its keys."""
+    return isinstance(value, dict)
+
+
+def is_attempt(value: object) -> TypeGuard[Attempt]:
+    """Whether a value can be an attempt record: an object with an integer ``n``."""
+    return isinstance(value, dict) and isinstance(value.get("n"), int)
 
 
 def is_item(value: object) -> TypeGuard[Item]:

@@ -84,8 +84,14 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str,
             dep_blocked[uid] = walk(missing)
 
     out: dict[str, Any] = {"skip": skip, "eligible": eligible, "dep_blocked": dep_blocked}
-    if not diagnostics:
-        return out
+    if diagnostics:
+        _diagnose(out, units, needs, status)
+    return out
+
+
+def _diagnose(out: dict[str, Any], units: Mapping[str, Any], needs: Mapping[str, list[str]],
+              status: Mapping[str, str | None]) -> None:
+    """``resume_set``'s diagnostics: needs naming no unit, cycles, malformed units."""
     unknown: dict[str, list[str]] = {}
     for uid, deps in needs.items():
         if deps:
@@ -102,7 +108,6 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str,
     malformed = [uid for uid, st in status.items() if st is None]
     if malformed:
         out["malformed"] = malformed
-    return out
 
 
 def find_cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:

@@ -14,7 +14,9 @@ from resumable.core.model import (
     check_run_id,
     check_unit_id,
     check_unit_state,
+    is_attempt,
     is_final_state,
+    is_launch,
 )
 from resumable.core.stamps import stamp
 from resumable.errors import InvalidInputError
@@ -59,16 +61,15 @@ def stamp_batch(events: Sequence[Event]) -> bool:
 def validate_launch(launch: object) -> Launch:
     """checkpoint.mjs's ``--launch`` checks: a plain object with a non-blank ``scriptPath`` and, when
     present, an object ``args``; or the runner's ``{"kind": "resumable", "argv": [...]}``."""
-    if not isinstance(launch, dict):
+    if not is_launch(launch):
         kind = "null" if launch is None else "an array" if isinstance(launch, list) else (
             type(launch).__name__)
         raise InvalidInputError(f"--launch must be a JSON object {{ scriptPath, args }} — got {kind}")
-    checked: Launch = launch  # type: ignore[assignment]  # the checks below make it one
     if launch.get("kind") == "resumable":
         argv = launch.get("argv")
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             raise InvalidInputError("--launch.argv must be a non-empty array of strings")
-        return checked
+        return launch
     script = launch.get("scriptPath")
     if not isinstance(script, str) or not script.strip():
         raise InvalidInputError(
@@ -76,7 +77,7 @@ def validate_launch(launch: object) -> Launch:
         )
     if "args" in launch and not isinstance(launch["args"], dict):
         raise InvalidInputError("--launch.args must be a JSON object when present")
-    return checked
+    return launch
 
 
 def _checked(event: E) -> E:
@@ -132,7 +133,9 @@ def unit(
     if deps is not None:
         event["deps"] = [check_unit_id(d) for d in deps]
     if attempt is not None:
-        event["attempt"] = attempt  # type: ignore[typeddict-item]  # the callers' records are untyped
+        if not is_attempt(attempt):
+            raise InvalidInputError("an attempt must be an object with an integer 'n'")
+        event["attempt"] = attempt
     if fields is not None:
         event["fields"] = fields
     if attempt is None and fields is None and (note is None or isinstance(note, str)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from typing import Any
 
 from resumable.core import jsonio
@@ -13,7 +14,7 @@ from resumable.guard.state import refuse_or_translate, refused
 HISTORY_FORMAT = 1
 
 
-def append(path: str, event: dict[str, Any]) -> None:
+def append(path: str, event: Mapping[str, object]) -> None:
     from resumable import fsio
 
     line = (jsonio.stdlib_dumps({"v": HISTORY_FORMAT, **event}, sort_keys=False) + "\n").encode()

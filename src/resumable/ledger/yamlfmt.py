@@ -14,6 +14,7 @@ checkpoint file is data, and a tag that builds a Python object is refused.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -40,7 +41,7 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _represent_str)
 
 
-def dump(document: dict[str, Any]) -> bytes:
+def dump(document: Mapping[str, Any]) -> bytes:
     text: str = yaml.dump(document, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True)
     return text.encode("utf-8")
 

@@ -10,13 +10,13 @@ are stored with the run, on each unit, so this holds across runs and processes.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from resumable.core import jsonio
 from resumable.runner import inputs
 from resumable.runner.jobfile import Step
 
@@ -24,21 +24,18 @@ FINGERPRINT_VERSION = 1
 _CHUNK = 1 << 20
 
 
-# One encoder for every hash (json.dumps would build one per call); the bytes hashed are exactly
-# json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), as stored hashes were.
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-_STRING = json.encoder.encode_basestring  # what the encoder above writes for a string
+# The bytes hashed are the compact JSON of a list of strings (or of [name, value] pairs), as
+# json.dumps(value, separators=(",", ":"), ensure_ascii=False) writes it: jsonio.canonical's text,
+# which is the same for lists (no keys to sort), so stored hashes hold.
 _ENV_SHAS: dict[tuple[tuple[str, str], ...], str] = {}  # most steps share their job's environment
 
 
-def _sha(value: object) -> str:
-    return hashlib.sha256(_ENCODE(value).encode("utf-8")).hexdigest()
+def _sha(value: list[Any]) -> str:
+    return hashlib.sha256(jsonio.canonical(value)).hexdigest()
 
 
 def _argv_sha(argv: list[str]) -> str:
-    """``_sha(argv)`` without building an encoder per call: the same bytes, a list of strings."""
-    text = "[" + ",".join(map(_STRING, argv)) + "]"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _sha(argv)
 
 
 def _env_sha(env: tuple[tuple[str, str], ...]) -> str:

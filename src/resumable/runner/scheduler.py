@@ -66,6 +66,7 @@ class GroupTracker(Protocol):
     def secret(self) -> str: ...
     def track(self, group: LeftoverGroup) -> None: ...
     def untrack(self, pgid: int) -> None: ...
+    def sync(self) -> None: ...
 
 
 @dataclass
@@ -105,9 +106,11 @@ class Scheduler:
         groups: GroupTracker | None = None,
         base_env: Mapping[str, str] | None = None,
         launch_threads: int = 0,
+        flush_thread: bool | None = None,
     ) -> None:
         """``launch_threads`` > 0 starts processes on that many worker threads (``launcher``);
-        0 starts them inline, deterministic for fake spawners and clocks."""
+        0 starts them inline, deterministic for fake spawners and clocks. ``flush_thread``
+        commits on a thread of its own (``flusher``); by default when there are launch threads."""
         import random
 
         self.job = job
@@ -135,10 +138,12 @@ class Scheduler:
         self.launcher: Launcher | None = None
         self.flusher: Flusher | None = None
         if launch_threads > 0:
-            from resumable.runner.flusher import Flusher
             from resumable.runner.launcher import Launcher
 
             self.launcher = Launcher(spawner, launch_threads)
+        if flush_thread or (flush_thread is None and launch_threads > 0):
+            from resumable.runner.flusher import Flusher
+
             self.flusher = Flusher(lambda label, events, lazy: self.w.write(label, events, lazy=lazy))
         # The pass's batch: events to commit, then what to do once they are durable.
         self._events: list[Event] = []
@@ -334,6 +339,8 @@ class Scheduler:
                 break
 
             self.reporter.tick()
+            if self.groups is not None:
+                self.groups.sync()
             self._wait(running, draining, backoff, self.clock())
 
         for sid, st in state.items():

@@ -355,9 +355,12 @@ def _schedule(work: Job, writer: SafeWriter, units: Mapping[str, Any], decisions
         Options(jobs=opts.jobs, keep_going=opts.keep_going, max_failures=opts.max_failures, force=opts.force),
         spawner=process.spawn, reporter=reporter, groups=lease,
         log_path=_log_path(opts, handle, reporter.warn, reporter.will_log if reporter.follower else None),
-        # Starting processes is most of a short step's cost: with parallel slots, start them
-        # side by side (runner.launcher); one slot gains nothing from a thread.
-        launch_threads=min(jobs, 4) if jobs > 1 else 0,
+        # Steps start on the scheduler's thread (posix_spawn returns once the step's program is
+        # running: a thread per start would cost more CPU in hand-offs than it saves); with
+        # parallel slots, records are flushed on a thread of their own, so the loop goes on
+        # reaping and starting while the disk works, and what it collects meanwhile shares the
+        # next flush (runner.flusher).
+        flush_thread=jobs > 1,
     )
     settle_memory()
     reporter.start(work, decisions, _estimates(units) if reporter.wants_estimates else {})

@@ -97,6 +97,12 @@ class RunnerLease(Protocol):
         """A step's group is gone."""
         ...
 
+    def sync(self) -> None:
+        """Called on every pass of the runner's loop: a lease that records the running groups
+        lazily (they are information; the runner's secret is what finds its processes) writes
+        them now if they changed and are due."""
+        ...
+
     def release(self) -> None: ...
 
 

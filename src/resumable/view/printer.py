@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from resumable.core.text import escape_controls
@@ -82,7 +82,7 @@ def dump_json(value: object) -> str:
     return jsonio.dumps_pretty(value, big=True).decode()
 
 
-def show_status(doc: dict[str, Any], location: str, *, no_color: bool = False) -> None:
+def show_status(doc: Mapping[str, Any], location: str, *, no_color: bool = False) -> None:
     """Print the default status view of one run (``resumable status`` and ``run --status``)."""
     import time
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from resumable.core import jsonio
 from resumable.core.stamps import stamp
@@ -75,7 +75,17 @@ def _unit_spans(unit: object, bucket: str) -> list[_Span]:
     return spans
 
 
-def timeline(doc: Mapping[str, Any], now: float | None = None) -> dict[str, Any]:
+class Timeline(TypedDict):
+    """What the page draws, as compact arrays (``timeline``); times in seconds from ``t0``."""
+
+    t0: float
+    span: float
+    rows: list[list[Any]]  # [unit id, its bucket]
+    bars: list[list[Any]]  # [row, start, end, outcome index, attempt n, exit code, duration, open]
+    outcomes: list[str]
+
+
+def timeline(doc: Mapping[str, Any], now: float | None = None) -> Timeline:
     """Rows (one per unit) and bars (one per attempt) as compact arrays, times relative to t0.
 
     A bar is ``[row, start, end, outcome index, attempt n, exit code | null, duration | null,
@@ -189,7 +199,7 @@ def _repeats_in(history: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
     return retries, reruns
 
 
-def summary_numbers(doc: Mapping[str, Any], tl: Mapping[str, Any], now: float | None = None,
+def summary_numbers(doc: Mapping[str, Any], tl: Timeline, now: float | None = None,
                     history: Iterable[Mapping[str, Any]] | None = None) -> list[tuple[str, str, str]]:
     """(label, value, css class) cards for the header."""
     t = tally(doc, keep=0)

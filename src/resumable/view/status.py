@@ -12,11 +12,10 @@ Rendering is one O(N) pass over the units; only a capped number of them get a de
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from resumable.core import recipe
+from resumable.core import jsonio, recipe
 from resumable.core.model import ACTIVE_RUN_STATES
 from resumable.core.stamps import format_duration, parse_stamp
 from resumable.view import liveness
@@ -109,7 +108,7 @@ _str = str_or_none
 
 
 def one_line(value: object, limit: int = 200) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = value if isinstance(value, str) else jsonio.stdlib_dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

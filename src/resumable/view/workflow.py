@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, NotRequired, TypedDict
 
 from resumable.core import jsonio
 
@@ -43,6 +43,18 @@ Seg = tuple[str, str]
 Line = list[Seg]
 
 
+class WorkflowJson(TypedDict):
+    """The live workflow as ``status --json`` carries it (under ``JSON_KEY``)."""
+
+    wf: str
+    spawned: int
+    done: int
+    running: list[str]
+    mtime: str
+    stale: bool
+    divergence: NotRequired[list[str]]  # why the live view and the durable one disagree (empty: they agree)
+
+
 @dataclass(frozen=True)
 class WorkflowStatus:
     """run-status.mjs's ``{wf, spawned, done, running, mtime, stale}``, plus what divergence needs."""
@@ -58,7 +70,7 @@ class WorkflowStatus:
     running_keys: tuple[str, ...]  # the key each running agent was started under, same order
     started_keys: frozenset[str]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> WorkflowJson:
         return {"wf": self.wf, "spawned": self.spawned, "done": self.done,
                 "running": list(self.running), "mtime": self.mtime, "stale": self.stale}
 
@@ -376,7 +388,7 @@ def overlay_lines(live: WorkflowStatus | None, doc: Mapping[str, Any], now: floa
     return [head, div]
 
 
-def overlay_json(live: WorkflowStatus | None, doc: Mapping[str, Any]) -> dict[str, Any] | None:
+def overlay_json(live: WorkflowStatus | None, doc: Mapping[str, Any]) -> WorkflowJson | None:
     """The value of the extra ``--json`` key: run-status.mjs's object plus ``divergence`` (a list of
     phrases, empty when they agree), or None when there is no live journal."""
     if live is None:

@@ -36,6 +36,7 @@ import zlib
 
 from resumable import fsio
 from resumable.core import jsonio
+from resumable.store.files.loader import pread_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,10 +46,10 @@ if TYPE_CHECKING:
 MAGIC = b"RSIDX\x00\x00\x02"  # the format: another one is never read, only rebuilt
 PAGE = 4096
 _HEADER = struct.Struct("<8sI16s" + "QQQII" + "QQQqQ" + "QQQ" + "QQQ" + "QQQ" + "QII" + "QII")
-_SLOT = struct.Struct("<QQQII")
-SLOT = _SLOT.size
+SLOT_STRUCT = struct.Struct("<QQQII")
+SLOT = SLOT_STRUCT.size
 _REDO = struct.Struct("<Q32s")
-_EMPTY = bytes(SLOT)
+EMPTY_SLOT = bytes(SLOT)
 MIN_SLOTS = 256
 # Fields of a unit that the views count and walk without its whole value (``digest``).
 _LITE_KEYS = ("status", "dependsOn", "removed")
@@ -91,7 +92,7 @@ def digest_line(uid: str, unit: Any) -> bytes:
     return jsonio.dumps(uid) + b"\t" + jsonio.dumps(digest(unit)) + b"\n"
 
 
-def _hash(uid: str) -> tuple[int, int]:
+def unit_hash(uid: str) -> tuple[int, int]:
     """(home slot hash, tag): two independent checksums of the id; the tag is never 0 (empty)."""
     raw = uid.encode("utf-8", "surrogatepass")
     return zlib.crc32(raw), (zlib.crc32(raw) << 32) | zlib.adler32(raw)
@@ -227,7 +228,7 @@ class Index:
 
     # -- reads --
     def _read(self, offset: int, length: int) -> bytes:
-        data = loader_pread(self.fd, offset, length)
+        data = pread_all(self.fd, offset, length)
         if len(data) != length:
             raise ValueError("index region cut short")
         return data
@@ -236,7 +237,7 @@ class Index:
              ) -> tuple[int, tuple[int, int, int, int, int] | None]:
         """(slot number, slot) of ``uid``; the slot None with the number of the free slot where it
         would go. ``pending``: slots of the commit being built, laid over the table."""
-        home, tag = _hash(uid)
+        home, tag = unit_hash(uid)
         key = jsonio.dumps(uid)
         n = self.h.nslots
         i = home & (n - 1)
@@ -247,9 +248,9 @@ class Index:
                 k = i + j
                 slot = (pending.get(k) if pending else None) or self.redo.get(k) \
                     or raw[j * SLOT : (j + 1) * SLOT]
-                if slot == _EMPTY:
+                if slot == EMPTY_SLOT:
                     return k, None
-                fields = _SLOT.unpack(slot)
+                fields = SLOT_STRUCT.unpack(slot)
                 if fields[0] == tag and self._read(fields[1], fields[3]).partition(b"\t")[0] == key:
                     return k, fields
             i = (i + block) & (n - 1)
@@ -333,7 +334,7 @@ class Index:
                 live -= slot[4]
             val = jsonio.dumps(value)
             dig = digest_line(uid, value)
-            slots[i] = _SLOT.pack(_hash(uid)[1], dig_at, val_at, len(dig), len(val))
+            slots[i] = SLOT_STRUCT.pack(unit_hash(uid)[1], dig_at, val_at, len(dig), len(val))
             values.append(val)
             digs.append(dig)
             val_at += len(val)
@@ -385,18 +386,6 @@ def _blank() -> Header:
     return Header([b""] + [0] * (len(Header.FIELDS) - 1))
 
 
-def loader_pread(fd: int, offset: int, length: int) -> bytes:
-    chunks = []
-    while length > 0:
-        chunk = os.pread(fd, length, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-        length -= len(chunk)
-    return b"".join(chunks)
-
-
 def head_of(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document without its units (their place kept by an empty ``units``)."""
     return {k: ({} if k == "units" else v) for k, v in doc.items()}
@@ -406,92 +395,3 @@ def with_units(head: dict[str, Any], units: dict[str, Any]) -> dict[str, Any]:
     """A document from its head and units (in the place the head keeps for them)."""
     head["units"] = units
     return head
-
-
-def build(path: str, doc: Mapping[str, Any], journal: tuple[int, int, int, int, int],
-          snap: tuple[tuple[int, int, int], int, int]) -> None:
-    """Write a new index of ``doc`` at ``path`` (temp file + rename; not fsynced: see the module
-    docstring). ``journal`` = (inode, seq, end offset, crc32 of the last record's line, its
-    length); ``snap`` = (the snapshot's stat key, its marker's seq and offset)."""
-    raw_units = doc.get("units")
-    units: Mapping[str, Any] = raw_units if isinstance(raw_units, dict) else {}
-    count = len(units)
-    nslots = MIN_SLOTS
-    while nslots * 3 < count * 8:  # at most 3/8 full when built: room to grow before a rebuild
-        nslots *= 2
-    table = bytearray(nslots * SLOT)
-    digs: list[bytes] = []
-    for uid, unit in units.items():
-        digs.append(digest_line(uid, unit))
-    dig_start = PAGE + nslots * SLOT
-    dig_bytes = sum(map(len, digs))
-    dig_cap = max(1 << 16, 3 * dig_bytes + 256 * count)
-    val_start = dig_start + dig_cap
-    head_bytes = jsonio.dumps(head_of(doc))
-    tmp = _temp(path)
-    fd = fsio.open_regular(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL)
-    try:
-        val_end = val_start
-        dig_off = dig_start
-        batch: list[bytes] = []
-        batch_at = val_start
-        live = 0
-        for (uid, unit), dig in zip(units.items(), digs, strict=True):
-            val = jsonio.dumps(unit)
-            home, tag = _hash(uid)
-            i = home & (nslots - 1)
-            while table[i * SLOT : (i + 1) * SLOT] != _EMPTY:
-                i = (i + 1) & (nslots - 1)
-            table[i * SLOT : (i + 1) * SLOT] = _SLOT.pack(tag, dig_off, val_end, len(dig), len(val))
-            dig_off += len(dig)
-            val_end += len(val)
-            live += len(val)
-            batch.append(val)
-            if len(batch) >= 1000:
-                fsio.pwrite_all(fd, b"".join(batch), batch_at, tmp)
-                batch_at = val_end
-                batch = []
-        batch.append(head_bytes)
-        fsio.pwrite_all(fd, b"".join(batch), batch_at, tmp)
-        head_off = val_end
-        val_end += len(head_bytes)
-        fsio.pwrite_all(fd, b"".join(digs), dig_start, tmp)
-        fsio.pwrite_all(fd, bytes(table), PAGE, tmp)
-        jino, seq, jend, jcrc, jlen = journal
-        key, snap_seq, snap_off = snap
-        header = Header((boot_id(), jino, seq, jend, jcrc, jlen, *key, snap_seq, snap_off, nslots, count,
-                         count, dig_start, dig_off, dig_cap, val_start, val_end, live, head_off,
-                         len(head_bytes), 0, 0, 0, 0))
-        fsio.pwrite_all(fd, header.pack(), 0, tmp)
-    except BaseException:
-        os.close(fd)
-        _unlink_quietly(tmp)
-        raise
-    os.close(fd)
-    try:
-        fsio.replace(tmp, path)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-
-
-def _temp(path: str) -> str:
-    head, name = os.path.split(path)
-    tmp = os.path.join(head, f".{name}.tmp.{os.getpid()}")
-    _unlink_quietly(tmp)  # left by a killed process that had our pid: nobody is writing it
-    return tmp
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def remove(path: str) -> None:
-    """Drop the index (it is only ever rebuilt): what cannot be kept exact must not be read."""
-    try:
-        fsio.unlink(path)
-    except FileNotFoundError:
-        pass

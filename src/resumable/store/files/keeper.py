@@ -11,7 +11,7 @@ import os
 import zlib
 
 from resumable import fsio
-from resumable.store.files import index
+from resumable.store.files import index, indexbuild
 from resumable.store.files.index import Full, Index
 from resumable.store.files.loader import pread_all
 from resumable.store.files.refresh import EXACT_SNAPSHOT_BYTES, estimated_bytes
@@ -151,13 +151,13 @@ class Keeper:
         snap_key = state.snap_stat if state.snap_stat is not None and state.snap_seq >= 0 else (0, 0, 0)
         snap_off = self.cursor.snap_offset if state.snap_seq >= 0 else 0
         try:
-            index.build(path, doc, mark, (snap_key, max(state.snap_seq, 0), snap_off))
+            indexbuild.build(path, doc, mark, (snap_key, max(state.snap_seq, 0), snap_off))
         except (OSError, ValueError, TypeError):
             self.drop()
 
     def drop(self) -> None:
         try:
-            index.remove(self.cursor.files.index)
+            indexbuild.remove(self.cursor.files.index)
         except OSError:
             # Not removable (a read-only directory): no writer here can keep it, and a reader
             # finds it behind the journal, which it checks, so it is never read as current.

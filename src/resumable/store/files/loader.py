@@ -140,95 +140,83 @@ def load(files: RunFiles) -> Loaded:
     return loaded
 
 
-def _load(files: RunFiles) -> Loaded:
-    snap_bytes: bytes | None = None
-    snap_stat = None
-    decoded: snapshot.Decoded | None = None
-    snap_size = 0
+class _Snapshot:
+    """What reading the snapshot file found."""
+
+    __slots__ = ("decoded", "error", "size", "stat")
+
+    def __init__(self) -> None:
+        self.decoded: snapshot.Decoded | None = None
+        self.error: str | None = None  # why it does not parse
+        self.size = 0
+        self.stat: tuple[int, int, int] | None = None  # None: there is no snapshot
+
+
+def _read_snapshot(files: RunFiles) -> _Snapshot:
+    found = _Snapshot()
     try:
         # Without following a link and without blocking on a FIFO (fsio.open_regular).
         fd = fsio.open_regular(files.snapshot, os.O_RDONLY)
     except FileNotFoundError:
-        pass
+        return found
     except OSError as exc:
         raise translate(exc, f"cannot read {files.snapshot}") from exc
-    else:
-        try:
-            snap_stat = stat_key(os.fstat(fd))
-            # A large snapshot resumable wrote is decoded as it is read, never held whole.
-            chunked = snapshot.decode_chunked(lambda offset, size: os.pread(fd, size, offset)) \
-                if snap_stat[1] >= snapshot.CHUNKED_MIN else None
-            if chunked is not None:
-                decoded, snap_size = chunked
-            else:
-                snap_bytes = pread_all(fd, 0, snap_stat[1]) if snap_stat[1] else b""
-                more = os.pread(fd, 1 << 16, len(snap_bytes))
-                while more:  # grew while we read: read to its end
-                    snap_bytes += more
-                    more = os.pread(fd, 1 << 16, len(snap_bytes))
-        except OSError as exc:
-            raise translate(exc, f"cannot read {files.snapshot}") from exc
-        finally:
-            os.close(fd)
-
-    parse_error: str | None = None
-    if snap_bytes is not None:
-        snap_size = len(snap_bytes)
-        try:
-            decoded = snapshot.decode(snap_bytes)
-        except ValueError as exc:
-            parse_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        snap_bytes = None  # a large run's file is as big as its document: let it go before the journal
-
     try:
-        jdata_stat = os.stat(files.journal, follow_symlinks=False)
+        found.stat = stat_key(os.fstat(fd))
+        # A large snapshot is decoded as it is read, never held whole.
+        chunked = snapshot.decode_chunked(lambda offset, size: os.pread(fd, size, offset)) \
+            if found.stat[1] >= snapshot.CHUNKED_MIN else None
+        if chunked is not None:
+            found.decoded, found.size = chunked
+            return found
+        data = pread_all(fd, 0, found.stat[1]) if found.stat[1] else b""
+        more = os.pread(fd, 1 << 16, len(data))
+        while more:  # grew while we read: read to its end
+            data += more
+            more = os.pread(fd, 1 << 16, len(data))
+    except OSError as exc:
+        raise translate(exc, f"cannot read {files.snapshot}") from exc
+    finally:
+        os.close(fd)
+    found.size = len(data)
+    try:
+        found.decoded = snapshot.decode(data)
+    except ValueError as exc:
+        found.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return found  # the bytes go with this frame: a large run's file is as big as its document
+
+
+def _journal_stat(files: RunFiles) -> os.stat_result | None:
+    try:
+        st = os.stat(files.journal, follow_symlinks=False)
     except FileNotFoundError:
-        jdata_stat = None
+        return None
     except OSError as exc:
         raise translate(exc, f"cannot read {files.journal}") from exc
-    if jdata_stat is not None and not stat.S_ISREG(jdata_stat.st_mode):
+    if not stat.S_ISREG(st.st_mode):
         # A link or a FIFO in the journal's place: refused (never followed, never waited on).
-        error = OSError(errno.ELOOP, "is a symbolic link") if stat.S_ISLNK(jdata_stat.st_mode) \
+        error = OSError(errno.ELOOP, "is a symbolic link") if stat.S_ISLNK(st.st_mode) \
             else fsio.not_regular(files.journal)
         raise translate(error, f"cannot read {files.journal}")
+    return st
 
+
+def _load(files: RunFiles) -> Loaded:
+    snap = _read_snapshot(files)
+    decoded = snap.decoded
+    jdata_stat = _journal_stat(files)
     if jdata_stat is None:
-        if parse_error is not None:
+        if snap.error is not None:
             raise CorruptRunError(
-                f"cannot read/parse {files.snapshot}: {parse_error} — fix or move the file aside"
+                f"cannot read/parse {files.snapshot}: {snap.error} — fix or move the file aside"
             )
         doc = decoded.doc if decoded is not None else None
-        return Loaded(doc, 0, 0, 0, False, -1, snap_size, snap_stat, 0,
+        return Loaded(doc, 0, 0, 0, False, -1, snap.size, snap.stat, 0,
                       "import" if doc is not None else None, (0, 0, 0))
-
     if decoded is not None and decoded.marker is not None and decoded.intact:
-        marker = decoded.marker
-        # The journal must still hold what the snapshot acknowledged: the record that ends at the
-        # marker's offset, whole, with the marker's sequence number. A journal cut back behind
-        # the view, or whose acknowledged last record was damaged (a flipped newline reads like
-        # a torn write), is corruption, never a torn tail to cut off.
-        if marker.offset > jdata_stat.st_size:
-            raise _lost(files, marker, f"the journal ends at byte {jdata_stat.st_size}")
-        head = max(marker.offset - _LAST_RECORD_WINDOW, 0)
-        data = read_journal(files.journal, head)
-        if marker.offset > head + len(data):
-            raise _lost(files, marker, f"the journal ends at byte {head + len(data)}")
-        if marker.offset > 0:
-            head, data = _check_last_record(files, marker, head, data)
-        tail = data[marker.offset - head :]
-        try:
-            scan: journal.Scan | None = journal.scan(tail, base=marker.offset, path=files.journal,
-                                                     after_seq=marker.seq)
-        except CorruptRunError:
-            scan = None  # re-checked below by a full replay, which names the real offset
-        if scan is not None:
-            doc = replay(scan.records, decoded.doc, files.journal, lenient=False)
-            seq = scan.records[-1][0] if scan.records else marker.seq
-            used = tail[: scan.end - marker.offset]
-            return Loaded(doc, seq, scan.end, scan.torn, True, marker.seq, snap_size,
-                          snap_stat, marker.offset, None,
-                          (marker.offset, len(used), zlib.crc32(used)))
-
+        loaded = _after_marker(files, snap, decoded, decoded.marker, jdata_stat.st_size)
+        if loaded is not None:
+            return loaded
     data = read_journal(files.journal, 0)
     scan = journal.scan(data, base=0, path=files.journal, after_seq=0)
     if decoded is not None and not (decoded.marker is not None and decoded.intact):
@@ -239,7 +227,7 @@ def _load(files: RunFiles) -> Loaded:
         doc = replay([r for r in scan.records if r[0] > after], decoded.doc, files.journal,
                       lenient=True)
         seq = scan.records[-1][0] if scan.records else 0
-        return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0,
+        return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap.size, snap.stat, 0,
                       "external-edit", (0, scan.end, zlib.crc32(data[: scan.end])))
     if scan.records and scan.records[0][1].get("t") not in ("init", "base"):
         raise CorruptRunError(
@@ -248,8 +236,36 @@ def _load(files: RunFiles) -> Loaded:
         )
     doc = replay(scan.records, None, files.journal, lenient=False)
     seq = scan.records[-1][0] if scan.records else 0
-    return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap_size, snap_stat, 0, None,
+    return Loaded(doc, seq, scan.end, scan.torn, True, -1, snap.size, snap.stat, 0, None,
                   (0, scan.end, zlib.crc32(data[: scan.end])))
+
+
+def _after_marker(files: RunFiles, snap: _Snapshot, decoded: snapshot.Decoded, marker: snapshot.Marker,
+                  journal_size: int) -> Loaded | None:
+    """The intact snapshot plus the journal records after its marker; None when those do not
+    scan (the caller's full replay names the real damage)."""
+    # The journal must still hold what the snapshot acknowledged: the record that ends at the
+    # marker's offset, whole, with the marker's sequence number. A journal cut back behind
+    # the view, or whose acknowledged last record was damaged (a flipped newline reads like
+    # a torn write), is corruption, never a torn tail to cut off.
+    if marker.offset > journal_size:
+        raise _lost(files, marker, f"the journal ends at byte {journal_size}")
+    head = max(marker.offset - _LAST_RECORD_WINDOW, 0)
+    data = read_journal(files.journal, head)
+    if marker.offset > head + len(data):
+        raise _lost(files, marker, f"the journal ends at byte {head + len(data)}")
+    if marker.offset > 0:
+        head, data = _check_last_record(files, marker, head, data)
+    tail = data[marker.offset - head :]
+    try:
+        scan = journal.scan(tail, base=marker.offset, path=files.journal, after_seq=marker.seq)
+    except CorruptRunError:
+        return None
+    doc = replay(scan.records, decoded.doc, files.journal, lenient=False)
+    seq = scan.records[-1][0] if scan.records else marker.seq
+    used = tail[: scan.end - marker.offset]
+    return Loaded(doc, seq, scan.end, scan.torn, True, marker.seq, snap.size, snap.stat, marker.offset, None,
+                  (marker.offset, len(used), zlib.crc32(used)))
 
 
 # Bytes read before a snapshot's marker offset, to check the record that ends there (a record is
@@ -310,8 +326,8 @@ def digest(files: RunFiles, pick: Callable[[str, Any], Any]) -> tuple[dict[str, 
         return None
     finally:
         os.close(fd)
-    if decoded is None or decoded[0].marker is None:
-        return None
+    if decoded is None or decoded[0].marker is None or not decoded[0].intact:
+        return None  # not the snapshot resumable wrote (edited by another program): load() adopts it
     marker = decoded[0].marker
     try:
         st = os.stat(files.journal, follow_symlinks=False)

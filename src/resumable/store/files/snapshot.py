@@ -149,20 +149,24 @@ def decode(data: bytes) -> Decoded:
 
 # --- large snapshots, a piece at a time ----------------------------------------------------------
 # A whole-file parse of a 100,000-unit snapshot (85 MB) holds the file, the parser's own tree of
-# it and the objects made from it at once (about 480 MB at the peak). A snapshot resumable wrote
-# has the layout of dumps_pretty, in which the units object's entries start at "\n    \"" and it
-# ends at "\n  }" (a raw newline never occurs inside a JSON string): such a file is read a few
-# megabytes at a time, its units decoded an entry run at a time and the rest of the document on
-# its own. Anything else, and any file whose marker does not vouch for its bytes, is left to
-# decode(): the answer is always decode()'s.
+# it and the objects made from it at once (about 480 MB at the peak). So a large snapshot is read a
+# few megabytes at a time and its units decoded a run of whole entries at a time, the rest of the
+# document on its own. What this relies on is the format and any pretty-printer's one rule: the
+# document's top-level "units" object is found by its tokens (not by where it sits or how it is
+# indented), and its members start lines of one indentation, the one its first member's line has
+# (learnt from the file: ``resumable``'s two spaces, ``jq``'s, ``json.dumps(indent=4)``'s or tabs),
+# which no deeper member and no string can start (a raw newline never occurs inside a JSON
+# string). Every run is checked by decoding it; a file that is not laid out so (one line of compact
+# JSON) or any piece that does not decode is left to decode(): the answer is always decode()'s,
+# marker and intactness included.
 
 # Files from this size on are worth reading in pieces (below, decode() peaks at a few tens of MB).
 CHUNKED_MIN = 8 << 20
 _CHUNK = 2 << 20
 _HEAD_MAX = 16 << 20  # the document before its units: a few hundred bytes in a run's snapshot
-_UNITS_OPEN = b'\n  "units": {\n    "'
-_ENTRY = b',\n    "'
-_UNITS_CLOSE = b"\n  }"
+# A JSON string, or one of the structural characters (what finds the units object's brace).
+_TOKENS = rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]'
+_WS = b" \t\r\n"
 
 
 # Values that repeat across a big run's units: stamps to the second, states, a fingerprint's
@@ -222,110 +226,178 @@ def _take(units: dict[str, Any], part: dict[str, Any], pick: Callable[[str, Any]
             units.pop(key, None)  # a repeated key takes its last value
 
 
-def _decode_chunked(read: Callable[[int, int], bytes], chunk: int,
-                    pick: Callable[[str, Any], Any] | None) -> tuple[Decoded, int] | None:
-    size = 0
+def _units_open(head: bytes) -> int | None:
+    """The offset just past the "{" that opens the document's top-level "units" object, when
+    ``head`` (the file's first bytes) reaches it."""
+    import re  # only for a large snapshot: a low-level verb never reads one
 
-    def more() -> bytes:
-        nonlocal size
-        piece = read(size, chunk)
-        size += len(piece)
+    depth = 0
+    prev = b""
+    key = b""
+    for match in re.finditer(_TOKENS, head):
+        token = match.group()
+        char = token[:1]
+        if char == b'"':
+            if depth == 1 and prev in (b"{", b","):
+                key = token
+            prev = b'"'
+            continue
+        if char in b"{[":
+            if depth == 1 and prev == b":" and key == b'"units"' and char == b"{":
+                return match.end()
+            depth += 1
+        elif char in b"}]":
+            depth -= 1
+            if depth <= 0:
+                return None
+        prev = token
+    return None
+
+
+def _units_again(final: bytes) -> bool:
+    """Whether the document names "units" again at its top level after the units object, whose
+    last members ``final`` starts with."""
+    import re
+
+    depth = 2
+    prev = b","
+    for match in re.finditer(_TOKENS, final):
+        token = match.group()
+        char = token[:1]
+        if char == b'"':
+            if depth == 1 and prev == b"," and token == b'"units"':
+                return True
+            prev = b'"'
+            continue
+        if char in b"{[":
+            depth += 1
+        elif char in b"}]":
+            depth -= 1
+        prev = token
+    return False
+
+
+class _Pieces:
+    """The file, read ``chunk`` bytes at a time."""
+
+    __slots__ = ("chunk", "read", "size")
+
+    def __init__(self, read: Callable[[int, int], bytes], chunk: int) -> None:
+        self.read = read
+        self.chunk = chunk
+        self.size = 0
+
+    def more(self) -> bytes:
+        piece = self.read(self.size, self.chunk)
+        self.size += len(piece)
         return piece
 
-    # The document up to its units' opening brace.
+
+def _head(pieces: _Pieces) -> tuple[bytes, bytes, bytes] | None:
+    """(the document up to its units' "{", the separator of the units' members, the bytes read
+    past the head), or None when the file is not laid out one member a line."""
     buf = b""
     while True:
-        piece = more()
+        piece = pieces.more()
         if not piece:
             return None
         buf += piece
-        at = buf.find(_UNITS_OPEN)
-        if at >= 0:
+        cut = _units_open(buf)
+        if cut is not None:
+            rest = buf[cut:]
+            indent = rest[: len(rest) - len(rest.lstrip(_WS))]
+            if indent == rest:
+                if len(buf) > _HEAD_MAX:
+                    return None
+                continue  # the first member's line is not read yet
             break
         if len(buf) > _HEAD_MAX:
             return None
-    cut = at + len(_UNITS_OPEN) - len(_ENTRY) + 1  # just past the "{"
     head = buf[:cut]
-    if not head.startswith(b'{\n  "'):
-        return None
-    # The brace must open the value of the document's own (single) "units" key: then the head
-    # closed by two braces is a document whose last key is "units".
+    if b"\n" not in indent or rest[len(indent) : len(indent) + 1] != b'"':
+        return None  # not one member a line (or no members): decode() reads it whole
+    # The brace must open the value of the document's own "units" key: then the head closed by
+    # two braces is a document whose last key is "units".
     outline = jsonio.loads(head + b"}}")
     if not isinstance(outline, dict) or list(outline)[-1] != "units" or outline["units"] != {}:
         return None
-    del outline
-    crc = zlib.crc32(head)
+    return head, b"," + indent + b'"', rest
 
-    # The units, a run of whole entries at a time, into one dict in the file's order (a repeated
+
+def _decode_chunked(read: Callable[[int, int], bytes], chunk: int,
+                    pick: Callable[[str, Any], Any] | None) -> tuple[Decoded, int] | None:
+    pieces = _Pieces(read, chunk)
+    found = _head(pieces)
+    if found is None:
+        return None
+    head, entry, rest = found
+    crc = zlib.crc32(head)
+    # The units, a run of whole members at a time, into one dict in the file's order (a repeated
     # key keeps its first place and takes its last value, as in a whole parse). A run is decoded
     # as "[{" run "}]", as deep as it lies in the document, in place in the buffer: its last
     # comma becomes the closing brace. A run that does not decode reaches past the units' end.
     units: dict[str, Any] = {}
     runs = bytearray(b"[{")
-    runs += memoryview(buf)[cut:]  # "\n    \"key\": ..." onwards
-    del buf
+    runs += rest
+    del rest
     piece = b"-"
     while piece:
-        piece = more()
+        piece = pieces.more()
         runs += piece
-        split = runs.rfind(_ENTRY, 2)
+        split = runs.rfind(entry, 2)
         if not piece or split < 0:
             continue
-        rest = runs[split + 1 :]
+        after = runs[split + 1 :]
         del runs[split + 1 :]
         runs[split] = ord("}")
         runs.append(ord("]"))
-        try:
-            part = jsonio.loads(runs)
-        except ValueError:
-            part = None
-        if not (isinstance(part, list) and len(part) == 1 and isinstance(part[0], dict)):
+        part = _run(runs)
+        if part is None:
             del runs[split:]  # as it was: the units' end is in this run
             runs += b","
-            runs += rest
+            runs += after
             break
-        _take(units, part[0], pick)
+        _take(units, part, pick)
         del part
         runs[split] = ord(",")
         crc = zlib.crc32(memoryview(runs)[2 : split + 1], crc)
         runs = bytearray(b"[{")
-        runs += rest
-    end = runs.find(_UNITS_CLOSE, 2)
-    if end < 0:
-        return None
-    crc = zlib.crc32(memoryview(runs)[2:end], crc)
-    buf = bytes(runs[end:])
-    del runs[end:]
-    runs += b"}]"
-    part = jsonio.loads(runs)
-    if not (isinstance(part, list) and len(part) == 1 and isinstance(part[0], dict)):
-        return None
-    _take(units, part[0], pick)
-    del part, runs
+        runs += after
+    return _last(head, bytes(runs[2:]), pieces, units, pick, crc)
 
-    # The rest: the units' closing brace to the end of the file, small in a run's snapshot.
-    pieces = [buf]
-    before = size - len(buf)
-    while piece := more():
-        pieces.append(piece)
-    tail = b"".join(pieces)
-    del pieces, buf
-    if b'\n  "units": ' in tail:
+
+def _run(runs: bytearray) -> dict[str, Any] | None:
+    try:
+        part = jsonio.loads(runs)
+    except ValueError:
         return None
-    doc = jsonio.loads(head + b"}" + tail[len(_UNITS_CLOSE) :])
-    if not isinstance(doc, dict) or doc.get("units") != {}:
+    if isinstance(part, list) and len(part) == 1 and isinstance(part[0], dict):
+        return part[0]
+    return None
+
+
+def _last(head: bytes, final: bytes, pieces: _Pieces, units: dict[str, Any],
+          pick: Callable[[str, Any], Any] | None, crc: int) -> tuple[Decoded, int] | None:
+    """The units' last members and the rest of the document, decoded as one document after the
+    head (small in a run's snapshot), the marker taken as decode() takes it."""
+    before = pieces.size - len(final)
+    parts = [final]
+    while piece := pieces.more():
+        parts.append(piece)
+    final = b"".join(parts)
+    del parts
+    if _units_again(final):
+        return None  # a second top-level "units": decode() takes the last, as JSON.parse does
+    doc = jsonio.loads(head + final)
+    if not isinstance(doc, dict) or not isinstance(doc.get("units"), dict):
         return None
+    last = doc["units"]
+    _take(units, last, pick)
     doc["units"] = units  # its place in the document's order stays the one the file gave it
-    # The marker as decode() takes it, and intact as peek() finds it: only then is this decode()'s
-    # answer (any other is left to decode() itself).
     raw = doc.pop(MARKER_KEY, None)
-    if not (
-        isinstance(raw, dict)
-        and isinstance(raw.get("seq"), int)
-        and isinstance(raw.get("offset"), int)
-        and isinstance(raw.get("crc"), str)
-    ):
-        return None
-    if _peek(tail, before, crc) is None:
-        return None
-    return Decoded(doc, Marker(raw["seq"], raw["offset"]), True), size
+    if not (isinstance(raw, dict) and isinstance(raw.get("seq"), int) and isinstance(raw.get("offset"), int)
+            and isinstance(raw.get("crc"), str)):
+        return Decoded(doc, None, False), pieces.size
+    # Intact as peek() finds it: the marker last, its CRC over every byte before it.
+    intact = _peek(final, before, crc) is not None
+    return Decoded(doc, Marker(raw["seq"], raw["offset"]), intact), pieces.size

@@ -11,11 +11,11 @@ but a regular file is not read at all.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 
 from resumable import fsio
+from resumable.core import jsonio
 from resumable.procfs import start_time
 from resumable.store.backend import LeaseState
 from resumable.store.values import LEASE_FORMAT
@@ -58,7 +58,7 @@ def parse(data: bytes) -> dict[str, Any]:
     """A lease file's content; {} when it is not a JSON object (the file still tells, by its inode,
     whether a runner holds it)."""
     try:
-        value = json.loads(data.decode("utf-8") or "{}")
+        value = jsonio.loads(data or b"{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import math
 import os
 import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from json.encoder import encode_basestring
 from typing import Any, Final, Literal
 
+from resumable.core import jsonio
 from resumable.errors import CorruptRunError, StoreError
 
 OPS: Final = ("set", "merge", "delete")
@@ -70,8 +69,8 @@ def _parse_int(text: str) -> int | None:
 
 def parse_json(text: str) -> Any:
     """``JSON.parse``: raises ValueError (or RecursionError) where JavaScript throws."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float,
-                      parse_int=_parse_int)
+    return jsonio.stdlib_loads(text, parse_constant=_refuse_constant, parse_float=_parse_float,
+                               parse_int=_parse_int)
 
 
 def js_number(x: float) -> str:
@@ -110,7 +109,7 @@ def _surrogate(match: re.Match[str]) -> str:
     return f"\\u{ord(s):04x}"
 
 
-_quote: Callable[[str], str] = encode_basestring  # the C escaper: JSON.stringify's escapes, bar lone surrogates
+_quote: Callable[[str], str] = jsonio.string_literal  # JSON.stringify's escapes, bar lone surrogates
 _DIGITS: Final = frozenset("0123456789")
 
 

@@ -158,6 +158,9 @@ class PgRunnerLease:
     def untrack(self, pgid: int) -> None:
         pass
 
+    def sync(self) -> None:
+        pass
+
     def release(self) -> None:
         if self.conn is not None:
             try:
