@@ -93,6 +93,6 @@ def test_every_named_query_is_valid_sql(two_dbs: tuple[str, str]) -> None:
     with psycopg.connect(fresh) as conn:
         for name, text in vars(Q).items():
             # Every parameter as an untyped NULL: the statement's own casts give each its type.
-            statement = re.sub(r"%\(\w+\)s", "NULL", text)
+            statement = re.sub(r"%\(\w+\)s|%s", "NULL", text)
             conn.execute(f"PREPARE q_{name} AS {statement}".encode())
         conn.rollback()

@@ -34,7 +34,6 @@ def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
     handle = place.handle(run_id)
 
     def txn(w: RunWriter) -> dict[str, Any]:
-        conn = w.conn
         if w.state.doc is None:
             w.apply([verbs.init(task, run_id, units=[s["id"] for s in steps], launch=launch)])
         w.apply([verbs.begin(launch)])
@@ -42,72 +41,66 @@ def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
         if any(int(r[6]) != w.row.pk for r in old.values()):
             old = {}  # the rows of an archived run of the same id
         live = {sid for sid, r in old.items() if r[2] == "running" and r[5]}
-        units = units_of(w.doc)
-        at = stamp(time.time(), ms=True)
-        for sid, unit in list(units.items()):
-            # A unit left in_progress by a worker whose claim is gone: its attempt ends interrupted.
-            if sid not in live and unit_status(unit) == "in_progress":
-                n = _last_attempt(unit)
-                att = {"n": n, "status": "interrupted", "finishedAt": at} if n > 0 else None
-                w.apply([verbs.unit(sid, "interrupted", note="its worker stopped during this step", attempt=att)])
-        units = units_of(w.doc)
-        removal = marks(units) if marks is not None else []
+        _close_dead_attempts(w, live)
+        removal = marks(units_of(w.doc)) if marks is not None else []
         if removal:  # before invalidations: each restates its unit's state as planned
             w.apply(removal)
-            units = units_of(w.doc)
-        decisions = plan(units)
+        decisions = plan(units_of(w.doc))
         runs = {s["id"] for s in steps if decisions[s["id"]]["run"] or s["id"] in live}
-        rows = []
-        for order, s in enumerate(steps):
-            sid = s["id"]
-            d = decisions[sid]
-            if sid not in live:
-                if d.get("invalidate"):
-                    w.apply([verbs.invalidate(sid, d["reason"])])
-                elif sid not in units:
-                    w.apply([verbs.unit(sid, "pending", deps=list(s["needs"]), fields={"command": s["command"]})])
-                elif needs_unrecorded(units.get(sid), s["needs"]):
-                    # Its needs recorded before it runs, as the local runner records them: `resume`,
-                    # `get` and `status` read a submitted DAG as they read a local one.
-                    w.apply([verbs.unit(sid, "pending", deps=list(s["needs"]))])
-            prev = old.get(sid)
-            epoch, attempt = (int(prev[0]), int(prev[1])) if prev else (0, 0)
-            attempt = max(attempt, _last_attempt(units.get(sid)))
-            remaining = sum(1 for n in s["needs"] if n in runs)
-            known = units.get(sid)
-            fingerprint = {k: known[k] for k in ("fingerprint", "fingerprintHost", "artifacts")
-                           if isinstance(known, dict) and k in known}
-            if sid in live:
-                assert prev is not None
-                rows.append((w.row.pk, sid, order, s["spec"], list(s["needs"]), remaining, "running", epoch, attempt,
-                             prev[3], prev[4], fingerprint))
-            else:
-                state = "pending" if sid in runs else "skipped"
-                rows.append((w.row.pk, sid, order, s["spec"], list(s["needs"]), remaining, state, epoch, attempt,
-                             None, None, fingerprint))
-        conn.execute("DELETE FROM resumable_steps WHERE run_pk = %s", (w.row.pk,))
+        rows = [_step_row(w, order, s, decisions[s["id"]], old.get(s["id"]), s["id"] in live, runs)
+                for order, s in enumerate(steps)]
         from psycopg.types.json import Jsonb
 
-        conn.cursor().executemany(
-            "INSERT INTO resumable_steps (run_pk, step, ord, spec, needs, remaining, state, epoch, attempt, worker,"
-            " lease_expires, fingerprint) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            [(*r[:3], Jsonb(r[3]), *r[4:11], Jsonb(r[11])) for r in rows])
-        conn.execute("UPDATE resumable_runs SET job = %s, stopping = false WHERE pk = %s",
-                     (Jsonb(dict(options)), w.row.pk))
+        w.conn.execute(Q.drop_steps, {"pk": w.row.pk})
+        w.conn.cursor().executemany(Q.insert_step, [(*r[:3], Jsonb(r[3]), *r[4:11], Jsonb(r[11])) for r in rows])
+        w.conn.execute(Q.set_job, {"pk": w.row.pk, "job": Jsonb(dict(options))})
         w.row.job, w.row.stopping = dict(options), False
         concluded = conclude.conclude(w)
-        conn.execute(Q.notify, {"channel": WORK, "payload": run_id})
+        w.conn.execute(Q.notify, {"channel": WORK, "payload": run_id})
         return {"run": run_id, "run_steps": sorted(runs), "skip": len(steps) - len(runs), "concluded": concluded}
 
     def lock_steps(conn: Connection) -> Any:
-        # Every step row, before the run's row: the workers' lock order.
-        return conn.execute(
-            "SELECT s.step, s.epoch, s.attempt, s.state, s.worker, s.lease_expires, s.lease_expires > now(), s.run_pk"
-            " FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk WHERE r.id = %s"
-            " AND r.archived_at IS NULL FOR UPDATE OF s", (run_id,))
+        return conn.execute(Q.lock_all_steps, {"run": run_id})  # before the run's row: the workers' lock order
 
     out: dict[str, Any] = handle.write(txn, create=True, what=f"submit run {run_id}", first=lock_steps)
     return out
+
+
+def _close_dead_attempts(w: RunWriter, live: set[str]) -> None:
+    """A unit left in_progress by a worker whose claim is gone: its attempt ends interrupted."""
+    at = stamp(time.time(), ms=True)
+    for sid, unit in list(units_of(w.doc).items()):
+        if sid not in live and unit_status(unit) == "in_progress":
+            n = _last_attempt(unit)
+            att = {"n": n, "status": "interrupted", "finishedAt": at} if n > 0 else None
+            w.apply([verbs.unit(sid, "interrupted", note="its worker stopped during this step", attempt=att)])
+
+
+def _step_row(w: RunWriter, order: int, s: Mapping[str, Any], decision: Mapping[str, Any], prev: Any, live: bool,
+              runs: set[str]) -> tuple[Any, ...]:
+    """The step's row (``insert_step``'s parameters), and its unit's events: an invalidation, a
+    new unit, or its needs recorded before it runs (as the local runner records them, so `resume`,
+    `get` and `status` read a submitted DAG as they read a local one). A step a live worker holds
+    keeps its claim."""
+    sid = s["id"]
+    units = units_of(w.doc)
+    if not live:
+        if decision.get("invalidate"):
+            w.apply([verbs.invalidate(sid, decision["reason"])])
+        elif sid not in units:
+            w.apply([verbs.unit(sid, "pending", deps=list(s["needs"]), fields={"command": s["command"]})])
+        elif needs_unrecorded(units.get(sid), s["needs"]):
+            w.apply([verbs.unit(sid, "pending", deps=list(s["needs"]))])
+    epoch, attempt = (int(prev[0]), int(prev[1])) if prev else (0, 0)
+    known = units_of(w.doc).get(sid)
+    attempt = max(attempt, _last_attempt(known))
+    remaining = sum(1 for n in s["needs"] if n in runs)
+    fingerprint = {k: known[k] for k in ("fingerprint", "fingerprintHost", "artifacts")
+                   if isinstance(known, dict) and k in known}
+    state, worker, lease = ("running", prev[3], prev[4]) if live else ("pending" if sid in runs else "skipped",
+                                                                          None, None)
+    return (w.row.pk, sid, order, s["spec"], list(s["needs"]), remaining, state, epoch, attempt, worker, lease,
+            fingerprint)
 
 
 def _last_attempt(unit: object) -> int:

@@ -269,3 +269,22 @@ WITH done AS (
     WHERE d.run_pk = %(pk)s AND d.step = n.step
 )
 SELECT count(*) FROM done;
+
+-- lock_all_steps --
+-- A submit: every step row of the run, locked before the run's row (the workers' lock order).
+SELECT s.step, s.epoch, s.attempt, s.state, s.worker, s.lease_expires, s.lease_expires > now(), s.run_pk
+FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk
+WHERE r.id = %(run)s AND r.archived_at IS NULL
+FOR UPDATE OF s;
+
+-- drop_steps --
+DELETE FROM resumable_steps WHERE run_pk = %(pk)s;
+
+-- insert_step --
+INSERT INTO resumable_steps (run_pk, step, ord, spec, needs, remaining, state, epoch, attempt, worker,
+    lease_expires, fingerprint)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);
+
+-- set_job --
+-- The run's options as submitted; a resubmitted run no longer stops.
+UPDATE resumable_runs SET job = %(job)s, stopping = false WHERE pk = %(pk)s;
