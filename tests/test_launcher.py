@@ -81,7 +81,10 @@ if os.environ.get("WITH_ATEXIT"):
     atexit.register(lambda: os.write(1, b"[atexit]\\n"))
 if os.environ.get("WITH_THREAD"):
     import threading, time
-    threading.Thread(target=time.sleep, args=(0.2,)).start()
+    def until_shutdown():  # alive when the verb ends, however slow the machine; ends at shutdown
+        while threading.main_thread().is_alive():
+            time.sleep(0.005)
+    threading.Thread(target=until_shutdown).start()
 sys.argv = ["resumable", *sys.argv[1:]]
 from resumable.cli.main import launch
 launch()

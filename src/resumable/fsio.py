@@ -98,9 +98,10 @@ def open_regular(path: str, flags: int, mode: int = 0o644, *, dir_fd: int | None
             raise not_regular(path) from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise not_regular(path)
-        if flags & os.O_TRUNC:
+        if flags & os.O_TRUNC and st.st_size:  # a new (empty) file needs no truncate
             os.ftruncate(fd, 0)
     except BaseException:
         os.close(fd)

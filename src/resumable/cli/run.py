@@ -70,6 +70,9 @@ def run_command(ctx: click.Context, /, **kw: Any) -> None:
     for name in ("steps", "step_timeouts", "step_artifacts", "step_logs"):
         kw[name] = tuple(kw[name])
     kw["jobfile"], kw["targets"] = RunOptions.split_args(tuple(kw.pop("args")), bool(kw["steps"]))
+    from resumable.runner.process import seal_inherited_fds
+
+    seal_inherited_fds()  # what the shell left open is not the steps' to inherit
     try:
         code = run(RunOptions(**kw))
     except JobFileError as exc:

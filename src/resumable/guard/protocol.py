@@ -11,7 +11,11 @@
    append the history, exit with the command's exit status.
 
 A pass that was counted but never recorded its outcome (its guard was killed; the lock is ours, so
-its command is gone too) is recorded as a failure by the next invocation that holds the lock.
+its command is gone too) is recorded as a failure by the next invocation that holds the lock. The
+outcome goes into the history before the state says the pass ended: a guard killed between the two
+leaves a pass the state still calls unfinished, and the next invocation takes its outcome from the
+history (written once, never twice); the other order lost the outcome (the state said the pass had
+ended, so nothing recorded it).
 
 ``--dry-run`` goes through 1-3 and prints what it would run: it runs nothing (a generic guard cannot
 make an arbitrary command harmless; cron-closeout's flag only asked its prompt to), and where a pass or
@@ -27,6 +31,7 @@ import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from resumable.errors import InvalidInputError, NoRunError, RefusedError, ResumableError, StoreError
 from resumable.guard import history, outcome, passrun, state
@@ -158,18 +163,39 @@ def _settle(paths: Paths, current: state.GuardState, out: Callable[[str], None],
     SIGTERM stops is: nothing vouches for it, and a job that keeps being killed must trip the
     breaker. ``write`` False (a dry run): the state that would be recorded, not written."""
     number, began = current.pass_count, current.pass_started_at
-    now = stamp(utcnow())
-    settled = state.after_pass(current, "failure", None, now)
+    events = [e for e in history.read(paths.history) if e is not None and e.get("pass") == number]
+    ended = _recorded_outcome(events, began)
+    if ended is not None:  # killed after the history had the outcome, before the state did
+        status, code, finished = ended
+        settled = state.after_pass(current, status, code, finished)
+        if write:
+            state.write(paths.state, settled, paths.name)
+        out(f"Pass {number} (started {began}) ended {status} (exit {code}), as its history says; its guard was "
+            f"killed before the state said so: {'recorded' if write else 'it will be recorded'}")
+        return settled
+    settled = state.after_pass(current, "failure", None, stamp(utcnow()))
     if write:
         state.write(paths.state, settled, paths.name)
-        logs = [e.get("log") for e in history.read(paths.history)
-                if e is not None and e.get("event") == "start" and e.get("pass") == number]
+        logs = [e.get("log") for e in events if e.get("event") == "start"]
         history.append(paths.history, {"event": "pass", "pass": number, "started_at": began, "finished_at": None,
                                        "status": "failure", "exit_code": None, "log": logs[-1] if logs else None,
                                        "note": "its guard was killed before it recorded the outcome"})
     out(f"Pass {number} (started {began}) never recorded its outcome (its guard was killed): "
         f"{'recorded' if write else 'it will be recorded'} as a failure")
     return settled
+
+
+def _recorded_outcome(events: list[dict[str, Any]], began: str) -> tuple[str, int, str] | None:
+    """(status, exit code, finished at) of the unfinished pass, if its guard appended its outcome to
+    the history before it was killed: the pass event with the pass's number and start time, and
+    well-formed (the history is informational: anything else is no outcome)."""
+    for event in reversed(events):
+        status, code, finished = event.get("status"), event.get("exit_code"), event.get("finished_at")
+        if (event.get("event") == "pass" and event.get("started_at") == began
+                and status in outcome.OUTCOMES and isinstance(code, int) and not isinstance(code, bool)
+                and isinstance(finished, str)):
+            return status, code, finished
+    return None
 
 
 def _halt(opts: Options, paths: Paths, current: state.GuardState, out: Callable[[str], None]) -> int:
@@ -235,10 +261,14 @@ def _pass(opts: Options, paths: Paths, current: state.GuardState, lock: GuardLoc
     status = outcome.outcome(code, output)
     finished = stamp(utcnow())
     try:
+        # The history first (see the module docstring): killed after it, the outcome is not lost.
+        try:
+            history.append(paths.history, {"event": "pass", "pass": number, "started_at": stamp(started),
+                                           "finished_at": finished, "status": status, "exit_code": code,
+                                           "log": log_path})
+        except ResumableError as exc:  # informational; the state is the record
+            _stderr(f"{opts.name}: warning: the outcome of pass {number} is not in the history: {exc}")
         state.write(paths.state, state.after_pass(begun, status, code, finished), opts.name)
-        history.append(paths.history, {"event": "pass", "pass": number, "started_at": stamp(started),
-                                       "finished_at": finished, "status": status, "exit_code": code,
-                                       "log": log_path})
     except ResumableError as exc:
         # The pass ran; say plainly what could not be recorded, and never report it as a success.
         _stderr(f"{opts.name}: pass {number} ended {status} (exit {code}) but it could not be recorded: {exc}")

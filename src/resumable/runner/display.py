@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from resumable.core.stamps import format_duration
 from resumable.core.text import escape_controls
 from resumable.runner.explain import Decision
 from resumable.runner.jobfile import Job, Step
@@ -31,15 +32,11 @@ if TYPE_CHECKING:
 
 
 def fmt_duration(seconds: float) -> str:
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"  # a fast step is 8ms, not 0.0s
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    m, s = divmod(int(seconds), 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m"
+    """A step's duration: the one format of ``core.stamps`` (``1.2s``, ``3m 05s``), and below a
+    second in milliseconds (a fast step is 8ms, not 0.0s)."""
+    if 0 <= seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    return format_duration(seconds)
 
 
 def show_path(path: str) -> str:
@@ -128,17 +125,20 @@ class PlainReporter:
             self._p(skip_summary(skipped, len(decisions)))
 
     def step_started(self, step: Step, attempt: int) -> None:
-        self._p(f"start  {step.id} (attempt {attempt})")
+        if not self.quiet:
+            self._p(f"start  {step.id} (attempt {attempt})")
         self._follow(step, attempt)
 
     def step_finished(self, step: Step, attempt: int, status: str, duration: float,
                       exit_code: int | None, log: str, retry_in: float | None) -> None:
         self._unfollow(step)
+        if status != "done" and retry_in is None:
+            self.failed_logs.append((step.id, log))
+        if self.quiet:
+            return  # nothing to print: a 100,000-step run need not format 100,000 lines
         code = "" if status == "done" else f", exit {exit_code}"
         retry = f"; retrying in {retry_in:.1f}s" if retry_in is not None else ""
         self._p(f"{status:<6} {step.id} ({fmt_duration(duration)}{code}; log {show_path(log)}){retry}")
-        if status != "done" and retry_in is None:
-            self.failed_logs.append((step.id, log))
 
     def step_blocked(self, step: Step, root: str) -> None:
         self._p(f"blocked {step.id} (needs {root}, which failed)")

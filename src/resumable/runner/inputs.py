@@ -29,6 +29,11 @@ class InputFile(NamedTuple):  # a tuple: every step of a big job has some, built
     st: os.stat_result
 
 
+# NamedTuple's own constructor is a Python-level call (0.8 us); tuple.__new__ builds the same
+# object in a fifth of that, on the path every input of every step takes on every run.
+_new = tuple.__new__
+
+
 def is_glob(pattern: str) -> bool:
     return not _MAGIC.isdisjoint(pattern)
 
@@ -67,7 +72,7 @@ def _path(cwd: str, pattern: str) -> list[InputFile]:
         return []
     if st.st_mode & 0o170000 == stat.S_IFDIR:  # stat.S_ISDIR, without a call per input
         return _walk(path, pattern)
-    return [InputFile(pattern, path, st)]
+    return [_new(InputFile, (pattern, path, st))]
 
 
 def _glob(cwd: str, pattern: str) -> list[InputFile]:

@@ -54,6 +54,7 @@ FORMAT = LEASE_FORMAT
 # readers hold a shared flock for microseconds, so this is generous, and short enough to pass
 # unnoticed in a refusal.
 PROBE_GRACE = 0.2
+SYNC_EVERY = 0.5  # seconds between rewrites of the running groups (``FileRunnerLease.sync``)
 _PROBE_POLL = 0.005
 
 
@@ -150,6 +151,8 @@ class FileRunnerLease:
         self._leftovers: list[LeftoverGroup] = []
         self._size = 0  # bytes in the file: a shorter rewrite pads to it (see _write)
         self._tracked = False  # started a process group: it may leave processes behind
+        self._dirty = False  # the running groups changed since the file was written
+        self._synced = 0.0  # when it was (monotonic)
         self.info: dict[str, Any] = {}
 
     @property
@@ -268,12 +271,28 @@ class FileRunnerLease:
         self._write()
 
     def track(self, group: LeftoverGroup) -> None:
+        first = not self._tracked
         self._tracked = True
         self._running[group.pgid] = group
-        self._write()
+        self._dirty = True
+        if first:
+            self._write()
+        else:
+            self.sync()
 
     def untrack(self, pgid: int) -> None:
         if self._running.pop(pgid, None) is not None:
+            self._dirty = True
+            self.sync()
+
+    def sync(self) -> None:
+        """Rewrite the list of running groups if it changed, at most every ``SYNC_EVERY`` seconds.
+        The list is information (``doctor`` names a dead runner's groups): what stops a dead
+        runner's processes is its secret, in the file from the start, which every one of them
+        carries. A step of a few milliseconds would otherwise cost two rewrites of this file."""
+        if not self._dirty:
+            return
+        if time.monotonic() - self._synced >= SYNC_EVERY:
             self._write()
 
     def _write(self, *, strict: bool = False) -> None:
@@ -286,7 +305,8 @@ class FileRunnerLease:
         # as "nothing left running").
         if self.fd is None:
             return
-        self.info["groups"] = [g.to_json() for g in self._running.values()]
+        self._dirty, self._synced = False, time.monotonic()
+        self.info["groups"] = [_started(g).to_json() for g in self._running.values()]
         self.info["leftovers"] = [g.to_json() for g in self._leftovers]
         data = jsonio.dumps(self.info)
         try:
@@ -312,6 +332,14 @@ class FileRunnerLease:
             self._write()
             os.close(self.fd)  # closing the last descriptor drops the flock
             self.fd = None
+
+
+def _started(group: LeftoverGroup) -> LeftoverGroup:
+    """The group with its leader's start time, looked up now if the runner left it to the lease
+    (it is read only for groups still tracked, whose leader is not reaped yet)."""
+    if group.start is None and group.pgid > 0:
+        group.start = _proc_start(group.pgid)
+    return group
 
 
 def whole_runner(secret: str) -> LeftoverGroup:
