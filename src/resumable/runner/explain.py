@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resumable.core import policy
-from resumable.runner.fingerprint import changes_between, check_artifacts, fingerprint, unchanged
+from resumable.runner.fingerprint import changes_between, check_artifacts, done_and_current, fingerprint, unchanged
 from resumable.runner.inputs import InputFile
 from resumable.runner.jobfile import Job, Step
 
@@ -138,8 +138,11 @@ def plan(job: Job, units: Mapping[str, Any], *, force: bool) -> dict[str, Decisi
     files = job.input_files
     if not any(s.needs for s in job.steps):
         for step in job.steps:
-            out[step.id] = decide(step, units.get(step.id), force=force, upstream_runs=[],
-                                  files=files.get(step.id))
+            unit = units.get(step.id)
+            if not force and done_and_current(step, unit):
+                out[step.id] = Decision(step.id, False, "done")  # a re-run's common case, in a few compares
+                continue
+            out[step.id] = decide(step, unit, force=force, upstream_runs=[], files=files.get(step.id))
         return out
     from resumable.core.plan import topological_order
 

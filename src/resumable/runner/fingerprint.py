@@ -38,6 +38,41 @@ def _argv_sha(argv: list[str]) -> str:
     return _sha(argv)
 
 
+# Command hashes by what makes a step's argv (its command, and its shell for a string): every
+# re-run asks one per step, and a job's steps share few shells.
+_COMMAND_SHAS: dict[object, str] = {}
+
+
+def command_sha(step: Step) -> str:
+    """``_argv_sha(step.argv)``, remembered."""
+    command = step.command
+    key: object = (step.shell, command) if command.__class__ is str else command
+    sha = _COMMAND_SHAS.get(key)
+    if sha is None:
+        sha = _COMMAND_SHAS[key] = _argv_sha(step.argv)
+    return sha
+
+
+def remember_command_sha(step: Step, sha: str) -> None:
+    """What ``command_sha(step)`` is, known from a cache that computed it (``runner.jobcache``)."""
+    command = step.command
+    _COMMAND_SHAS[(step.shell, command) if command.__class__ is str else command] = sha
+
+
+def done_and_current(step: Step, unit: object) -> bool:
+    """Whether ``unit`` is done with the fingerprint ``step`` has now, for a step with no inputs
+    and no artifacts: the answer for nearly every step of a re-run of a large job, from a few
+    comparisons of stored strings (no fingerprint built, no file looked at). False is no verdict:
+    the caller decides the long way."""
+    if unit.__class__ is not dict or step.inputs or step.artifacts:
+        return False
+    assert isinstance(unit, dict)
+    stored = unit.get("fingerprint")
+    return (unit.get("status") == "done" and stored.__class__ is dict and stored.get("v") == FINGERPRINT_VERSION
+            and stored.get("command") == command_sha(step) and stored.get("cwd") == step.cwd
+            and stored.get("env") == _env_sha(step.env) and not stored.get("inputs"))
+
+
 def _env_sha(env: tuple[tuple[str, str], ...]) -> str:
     sha = _ENV_SHAS.get(env)
     if sha is None:
@@ -149,7 +184,7 @@ def fingerprint(step: Step, previous: Mapping[str, Any] | None = None,
     out = {
         "v": FINGERPRINT_VERSION,
         # argv rather than the text: the same text under another shell is another command.
-        "command": _argv_sha(step.argv),
+        "command": command_sha(step),
         "env": _env_sha(step.env),
         "cwd": step.cwd,
     }
@@ -165,7 +200,7 @@ def unchanged(step: Step, stored: object, files: Sequence[inputs.InputFile] | No
     False may still be a fingerprint that holds (a file touched, same content): the caller asks
     ``fingerprint_changes``. What every re-run asks of every step: kept to a few lookups."""
     if not (isinstance(stored, dict) and stored.get("v") == FINGERPRINT_VERSION
-            and stored.get("cwd") == step.cwd and stored.get("command") == _argv_sha(step.argv)
+            and stored.get("cwd") == step.cwd and stored.get("command") == command_sha(step)
             and stored.get("env") == _env_sha(step.env)):
         return False
     old = stored.get("inputs")

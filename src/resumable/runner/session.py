@@ -57,7 +57,7 @@ def load_job(opts: RunOptions) -> Job:
             raise UsageError(f"no job file {DEFAULT_JOB_FILE!r} here or in a parent directory; write one (the"
                              " format is in the runner's guide, docs/runner.md) or pass --step ID:COMMAND")
         path = found
-    job = load_job_file(path, name_override=opts.job)
+    job = _parsed(opts, path)
     # Command-line defaults override the file's, for one invocation.
     over: dict[str, Any] = {}
     for name in ("timeout", "retries", "backoff", "grace"):
@@ -67,6 +67,16 @@ def load_job(opts: RunOptions) -> Job:
     if over:
         job = replace(job, steps=tuple(replace(s, **over) for s in job.steps))
     return job
+
+
+def _parsed(opts: RunOptions, path: str | Path) -> Job:
+    """The job file's job: parsed once, then read from the runs directory's cache while the file is
+    unchanged (``runner.jobcache``); a database store keeps no cache (parsed by each runner)."""
+    if opts.state_dir is None and store.store_url(opts.store) is not None:
+        return load_job_file(path, name_override=opts.job)
+    from resumable.runner import jobcache
+
+    return jobcache.load(path, opts.job, lambda base: store.open_backend(opts.state_dir, start=base))
 
 
 def open_backend(opts: RunOptions, job: Job | None) -> Backend:

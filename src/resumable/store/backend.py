@@ -277,6 +277,15 @@ class Backend(Protocol):
 
     def lease(self, run_id: str) -> RunnerLease: ...
 
+    def read_cache(self, name: str) -> bytes | None:
+        """Derived data kept under ``name`` (``[a-z][a-z0-9-]*.<hex>``), exactly as written, or
+        None: absent, or not provably intact. A cache: whatever it holds can be made again."""
+        ...
+
+    def write_cache(self, name: str, data: bytes) -> None:
+        """Keep ``data`` under ``name`` (best effort: a store may keep nothing; OSError on failure)."""
+        ...
+
     def close(self) -> None: ...
 
 

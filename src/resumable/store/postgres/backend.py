@@ -124,6 +124,12 @@ class PgBackend:
             removed.append(logs + "/")
         return removed
 
+    def read_cache(self, name: str) -> bytes | None:
+        return None  # nothing kept: a job file is parsed by each runner (its runs live on a server)
+
+    def write_cache(self, name: str, data: bytes) -> None:
+        pass
+
     def lease(self, run_id: str) -> PgRunnerLease:
         from resumable.store.postgres.lease import PgRunnerLease
 
