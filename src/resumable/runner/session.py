@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resumable import store
-from resumable.core import verbs
+from resumable.core import policy, verbs
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
 from resumable.runner import explain, process
@@ -136,7 +136,9 @@ def _run(opts: RunOptions) -> int:
         work = selection(job, opts.targets)
         if opts.explain or opts.dry_run:
             return preview(job, work, handle, opts)
-        if callable(getattr(backend, "submit", None)):  # a work-queue store: steps run on workers
+        from resumable.store.backend import WorkQueue
+
+        if isinstance(backend, WorkQueue):  # a store whose steps run on workers
             if opts.targets:
                 raise UsageError("target steps are not supported with a PostgreSQL store yet; run the whole"
                                  " job, or run the targets with a runs directory (--dir)")
@@ -309,7 +311,8 @@ def close_dead_attempts(writer: SafeWriter, units: Mapping[str, Any]) -> list[Ev
 
 
 def _bookkeeping(work: Job, decisions: Mapping[str, explain.Decision], units: Mapping[str, Any]) -> list[Event]:
-    """The invalidations of done steps that run again, and the units of steps new to the run."""
+    """The invalidations of done steps that run again, the units of steps new to the run, and the
+    needs of units not started yet that lack them (as a submit records them)."""
     out: list[Event] = []
     for s in work.steps:
         d = decisions[s.id]
@@ -317,6 +320,8 @@ def _bookkeeping(work: Job, decisions: Mapping[str, explain.Decision], units: Ma
             out.append(verbs.invalidate(s.id, d.reason))
         elif s.id not in units:
             out.append(verbs.unit(s.id, "pending", deps=list(s.needs), fields={"command": s.command_text}))
+        elif policy.needs_unrecorded(units.get(s.id), s.needs):
+            out.append(verbs.unit(s.id, "pending", deps=list(s.needs)))  # `resume` and `get` read its needs
     return out
 
 
