@@ -177,7 +177,7 @@ def input_records(step: Step, previous: Mapping[str, Any] | None = None,
     """``{name: record}`` of every file the step's inputs name now (``files``: as expanded a moment
     ago); a path no file answers (an artifact another step has not made yet) maps to None."""
     if files is None:
-        files, missing = inputs.expand(step.cwd, step.inputs)
+        files, missing = inputs.expand(step.cwd, step.inputs, step.artifacts)
     else:
         missing = []
     out: dict[str, Any] = {}
@@ -221,7 +221,7 @@ def unchanged(step: Step, stored: object, files: Sequence[inputs.InputFile] | No
     if not isinstance(old, dict):
         return False
     if files is None:
-        files, missing = inputs.expand(step.cwd, step.inputs)
+        files, missing = inputs.expand(step.cwd, step.inputs, step.artifacts)
         if missing:
             return False
     if len(files) != len(old):
