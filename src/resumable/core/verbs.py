@@ -125,7 +125,11 @@ def unit(
     deps: Sequence[str] | None = None,
     attempt: dict[str, Any] | None = None,
     fields: dict[str, Any] | None = None,
+    shallow: bool = False,
 ) -> UnitEvent:
+    """A unit's transition. ``shallow``: the caller built ``attempt`` and ``fields`` itself, a few
+    levels deep at most (the runner's attempt records and fingerprints), so the walk that refuses
+    values nested too deeply is skipped: it was the largest cost of building a step's two records."""
     check_unit_id(unit_id)
     event: UnitEvent = {"t": "unit", "unit": unit_id, "state": check_unit_state(state)}
     if note is not None:
@@ -138,7 +142,7 @@ def unit(
         event["attempt"] = attempt
     if fields is not None:
         event["fields"] = fields
-    if attempt is None and fields is None and (note is None or isinstance(note, str)):
+    if shallow or (attempt is None and fields is None and (note is None or isinstance(note, str))):
         # Nothing here can nest (deps are checked strings): the walk is skipped on the path every
         # transition takes.
         return event

@@ -123,7 +123,8 @@ def finished_attempt(a: Attempt, code: int, now: float, wall: float) -> tuple[st
     else:
         fields = {"lastExitCode": exit_code, "log": a.log}
     note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
-    return status, exit_code, verbs.unit(step.id, status, note=note, attempt=attempt, fields=fields)
+    return status, exit_code, verbs.unit(step.id, status, note=note, attempt=attempt, fields=fields,
+                                          shallow=True)
 
 
 def append_log(path: str, text: str) -> None:

@@ -288,7 +288,7 @@ class Scheduler:
         self._record(f"{step.id} -> in_progress", verbs.unit(
             step.id, "in_progress", deps=deps,
             attempt={"n": n, "status": "running", "startedAt": stamp(wall, ms=True), "log": log},
-            fields={"command": command} if known.get("command") != command else None))
+            fields={"command": command} if known.get("command") != command else None, shallow=True))
         attempt = Attempt(step, n, NOT_STARTED, 0.0, wall, log, fprint, None, launching=True)
         self.later(self._launch, attempt)  # once the record is durable
         return attempt
