@@ -21,7 +21,9 @@ JOB = '[job]\nname = "cj"\n[steps.a]\nrun = "echo a"\n[steps.b]\nrun = ["true"]\
 def _load(work: Path, job: Path) -> Job:
     runs = work / "runs"
     runs.mkdir(exist_ok=True)
-    return jobcache.load(job, None, lambda base: store.open_backend(str(runs)))
+    loaded = jobcache.load(job, None, lambda base: store.open_backend(str(runs)))
+    jobcache.keep()  # as a run that went ahead does (a refused one keeps nothing)
+    return loaded
 
 
 def _cache_files(work: Path) -> list[Path]:

@@ -65,6 +65,7 @@ def load(path: str | os.PathLike[str], name_override: str | None,
          open_store: Callable[[str], Backend]) -> Job:
     """The job of the file at ``path``, from the cache of the store ``open_store(base_dir)``
     opens when it has this very file's, else parsed (and then kept there)."""
+    _PENDING.clear()
     p = Path(path)
     data = read_job_bytes(p)
     resolved = p.resolve()
@@ -80,11 +81,30 @@ def load(path: str | os.PathLike[str], name_override: str | None,
             if declared is not None:
                 return finish_job(declared, p)
         job, declared = parse_job(data, p, name_override)
-        try:
-            backend.write_cache(name, encode(declared, key))
-        except (OSError, ValueError):
-            pass  # a cache: the next run parses again
+        _PENDING[:] = [(open_store, str(resolved.parent), name, encode(declared, key))]
         return job
+    finally:
+        backend.close()
+
+
+# The cache of the job parsed last, written by ``keep`` once the run it was parsed for went ahead:
+# bad input (a refused runs directory, a run of a newer format) must leave the disk as it was.
+_PENDING: list[tuple[Callable[[str], Backend], str, str, bytes]] = []
+
+
+def keep() -> None:
+    """Write the cache of the job parsed last (best effort), if it was parsed rather than read."""
+    if not _PENDING:
+        return
+    open_store, base, name, payload = _PENDING.pop()
+    try:
+        backend = open_store(base)
+    except (ResumableError, OSError):
+        return
+    try:
+        backend.write_cache(name, payload)
+    except (OSError, ValueError):
+        pass  # a cache: the next run parses again
     finally:
         backend.close()
 

@@ -98,7 +98,11 @@ def run(opts: RunOptions) -> int:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _run(opts)
+        code = _run(opts)
+        from resumable.runner import jobcache
+
+        jobcache.keep()  # the run went ahead: its parsed job file may be kept
+        return code
     finally:
         if gc.get_freeze_count():
             gc.unfreeze()
