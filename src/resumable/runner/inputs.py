@@ -44,19 +44,23 @@ def resolve(cwd: str, pattern: str) -> str:
     return os.path.normpath(os.path.join(cwd, os.path.expanduser(pattern)))
 
 
-def expand(cwd: str, patterns: Sequence[str]) -> tuple[list[InputFile], list[str]]:
-    """(the files the patterns name, in order and each once; the patterns that name nothing)."""
-    if len(patterns) == 1 and _MAGIC.isdisjoint(patterns[0]):
+def expand(cwd: str, patterns: Sequence[str], outputs: Sequence[str] = ()) -> tuple[list[InputFile], list[str]]:
+    """(the files the patterns name, in order and each once; the patterns that name nothing).
+    ``outputs``: the step's own artifacts (as declared), never among its inputs, though a glob or
+    a directory covers them: what a step makes is not what it depends on."""
+    if len(patterns) == 1 and not outputs and _MAGIC.isdisjoint(patterns[0]):
         # One path: what nearly every step of a big job has, checked on every run, so kept short.
         found = _path(cwd, patterns[0])
         return found, [] if found else list(patterns)
     files: list[InputFile] = []
     missing: list[str] = []
-    seen: set[str] = set()
+    seen: set[str] = {resolve(cwd, o) for o in outputs}
     for pattern in patterns:
         found = _glob(cwd, pattern) if is_glob(pattern) else _path(cwd, pattern)
         if not found:
             missing.append(pattern)
+        elif all(f.path in seen for f in found) and not is_glob(pattern) and found[0].name == pattern:
+            missing.append(pattern)  # a path naming the step's own artifact: not an input
         for f in found:
             if f.path not in seen:
                 seen.add(f.path)

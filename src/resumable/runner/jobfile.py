@@ -492,7 +492,7 @@ def _resolve_inputs(steps: list[Step], problems: Problems
         if not step.inputs:
             out.append(step)
             continue
-        files, missing = inputs.expand(step.cwd, step.inputs)
+        files, missing = inputs.expand(step.cwd, step.inputs, step.artifacts)
         found[step.id] = files
         if not artifacts and not missing:
             out.append(step)
