@@ -15,6 +15,7 @@ import hashlib
 import os
 import secrets
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from resumable.core.stamps import stamp
@@ -71,7 +72,7 @@ class PgRunnerLease:
             conn.execute(
                 "INSERT INTO resumable_runner_leases (run_id, pid, host, started_at) VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host,"
-                " started_at = excluded.started_at", (self.run_id, os.getpid(), host_name(), stamp()))
+                " started_at = excluded.started_at", (self.run_id, os.getpid(), host_name(), datetime.now(UTC)))
         except BaseException:
             conn.close()
             raise
@@ -97,7 +98,7 @@ class PgRunnerLease:
     def _holder_row(self, conn: Connection) -> dict[str, Any] | None:
         row = conn.execute("SELECT pid, host, started_at FROM resumable_runner_leases WHERE run_id = %s",
                            (self.run_id,)).fetchone()
-        return {"pid": row[0], "host": row[1], "startedAt": row[2]} if row else None
+        return {"pid": row[0], "host": row[1], "startedAt": stamp(row[2].timestamp())} if row else None
 
     def holder(self) -> dict[str, Any] | None:
         """Read from pg_locks, without taking the lock: a probe that took it, even for an instant,
