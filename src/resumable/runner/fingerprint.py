@@ -59,18 +59,30 @@ def remember_command_sha(step: Step, sha: str) -> None:
     _COMMAND_SHAS[(step.shell, command) if command.__class__ is str else command] = sha
 
 
-def done_and_current(step: Step, unit: object) -> bool:
-    """Whether ``unit`` is done with the fingerprint ``step`` has now, for a step with no inputs
-    and no artifacts: the answer for nearly every step of a re-run of a large job, from a few
-    comparisons of stored strings (no fingerprint built, no file looked at). False is no verdict:
-    the caller decides the long way."""
-    if unit.__class__ is not dict or step.inputs or step.artifacts:
-        return False
-    assert isinstance(unit, dict)
-    stored = unit.get("fingerprint")
-    return (unit.get("status") == "done" and stored.__class__ is dict and stored.get("v") == FINGERPRINT_VERSION
-            and stored.get("command") == command_sha(step) and stored.get("cwd") == step.cwd
-            and stored.get("env") == _env_sha(step.env) and not stored.get("inputs"))
+def done_and_current(steps: Sequence[Step], units: Mapping[str, Any]) -> list[bool]:
+    """For each step, whether its unit is done with the fingerprint the step has now, for a step
+    with no inputs and no artifacts: the answer for nearly every step of a re-run of a large job,
+    from a few comparisons of stored strings in one loop (no fingerprint built, no file looked
+    at, no call per step). False is no verdict: the caller decides the long way."""
+    version, memo = FINGERPRINT_VERSION, _COMMAND_SHAS
+    envs: dict[int, tuple[tuple[tuple[str, str], ...], str]] = {}  # by identity: steps share their job's
+    out: list[bool] = []
+    for step in steps:
+        unit = units.get(step.id)
+        ok = False
+        if unit.__class__ is dict and not step.inputs and not step.artifacts and unit.get("status") == "done":
+            stored = unit.get("fingerprint")
+            if stored.__class__ is dict and stored.get("v") == version and stored.get("cwd") == step.cwd \
+                    and not stored.get("inputs"):
+                command = step.command
+                sha = memo.get((step.shell, command) if command.__class__ is str else command)
+                env = step.env
+                known = envs.get(id(env))
+                if known is None or known[0] is not env:
+                    known = envs[id(env)] = (env, _env_sha(env))
+                ok = stored.get("command") == (sha or command_sha(step)) and stored.get("env") == known[1]
+        out.append(ok)
+    return out
 
 
 def _env_sha(env: tuple[tuple[str, str], ...]) -> str:
