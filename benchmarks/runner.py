@@ -17,6 +17,10 @@ Checks (issue 11):
   - --dry-run and status on 100,000 steps < 3 s;
   - peak memory of a 100,000-step run <= 300 MB (ru_maxrss of the runner process).
 
+Checks (issue 25, ``benchmarks.runner_cpu``, at the same sizes; ``--no-cpu`` skips them): the
+runner's CPU per step beyond its steps' own processes <= 0.5 ms at 10,000 steps and <= 1.2 x at the
+largest size what it is at the smallest; nothing to do and --dry-run on 100,000 steps <= 1.0 s.
+
 Check (issue 24, ``benchmarks.runner_inputs``, ``--inputs-steps``; 0 skips it): inputs checked by
 size, mtime and inode add at most 5 % to a no-op re-run of 10,000 steps with one 10 MB input each.
 """
@@ -189,6 +193,8 @@ def main() -> int:
     ap.add_argument("--doit-up-to", type=int, default=10_000)
     ap.add_argument("--dir", default=str(REPO))
     ap.add_argument("--allow-tmpfs", action="store_true")
+    ap.add_argument("--no-cpu", dest="cpu", action="store_false",
+                    help="skip the runner's CPU per step and the re-runs of issue 25 (benchmarks.runner_cpu)")
     ap.add_argument("--inputs-steps", type=int, default=10_000, help="steps of the inputs figure (0: skip it)")
     args = ap.parse_args()
     sizes = sorted(int(x) for x in args.sizes.split(","))
@@ -219,6 +225,10 @@ def main() -> int:
             plain, with_inputs = runner_inputs.measure(work, args.inputs_steps, max(args.repeat, 3))
         checks.append(runner_inputs.check(args.inputs_steps, plain, with_inputs))
         print(f"  {'PASS' if checks[-1][1] else 'FAIL'}  {checks[-1][0]}")
+    if args.cpu:
+        from benchmarks import runner_cpu
+
+        checks += runner_cpu.run(args.dir, args.allow_tmpfs, sizes, args.repeat, args.large_repeat)
     return 0 if all(ok for _, ok in checks) else 1
 
 

@@ -291,3 +291,73 @@ def test_a_reader_never_decodes_the_units_whole(tmp_path: Path, monkeypatch: pyt
     view = handle.load_digests()  # type: ignore[attr-defined]
     assert view is not None and view.doc["units"]["u1"] == {"status": "blocked", "dependsOn": []}
     assert view.units(["u1"])["u1"]["note"] == "detail"
+
+
+def test_concurrent_writers_through_the_index_lose_nothing(tmp_path: Path) -> None:
+    """Writers that each load nothing (as CLI calls) serialise on the run's lock: every write
+    lands, and the index stays exact."""
+    path = make_run(tmp_path)
+    writers, each = 4, 25
+    pids = []
+    for w in range(writers):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                for j in range(each):
+                    write(path, "unit", f"w{w}-{j}", "done")
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    for pid in pids:
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    doc = load(files_for(path)).doc
+    assert doc is not None
+    assert all(doc["units"][f"w{w}-{j}"]["status"] == "done" for w in range(writers) for j in range(each))
+    assert_exact(path)
+
+
+def test_a_reader_during_writes_sees_one_state_or_the_next(tmp_path: Path) -> None:
+    """Lock-free readers of the digests while a writer commits: every view is a state the run was
+    in (the units written so far are done, in the order written, and nothing else changed)."""
+    path = make_run(tmp_path)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            for j in range(60):
+                write(path, "unit", f"u{j}", "done")
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    seen = 0
+    while True:
+        view = digests.load(files_for(path))
+        if view is not None:
+            done = [u for u, d in view.doc["units"].items() if d.get("status") == "done"]
+            assert done == [f"u{j}" for j in range(len(done))]
+            seen = max(seen, len(done))
+        finished, status = os.waitpid(pid, os.WNOHANG)
+        if finished:
+            assert os.waitstatus_to_exitcode(status) == 0
+            break
+    assert_exact(path)
+
+
+def test_an_index_that_fills_up_is_rebuilt_larger(tmp_path: Path) -> None:
+    path = make_run(tmp_path, n=400)
+    files = files_for(path)
+    ix = Index.open(files.index)
+    assert ix is not None
+    slots = ix.h.nslots
+    ix.close()
+    for i in range(slots):  # more new units than the table has room for
+        write(path, "unit", f"new{i}", "in_progress")
+    ix = Index.open(files.index)
+    assert ix is not None and ix.h.nslots > slots and ix.h.count == 400 + slots
+    ix.close()
+    assert_exact(path)

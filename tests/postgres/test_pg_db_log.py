@@ -19,5 +19,5 @@ def test_db_log_prints_the_log_and_says_when_it_is_empty(pg_url: str, tmp_path: 
     loud = cli("db", "log", "lg", "loud", env=env)
     assert (loud.returncode, loud.stdout, loud.stderr) == (0, "a\nb", "")
     quiet = cli("db", "log", "lg", "quiet", env=env)
-    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "(empty log)\n")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "(empty log)\n", "")
     assert_error(cli("db", "log", "lg", "quiet", "--attempt", "9", env=env), 3, "no attempt 9 of step 'quiet'")

@@ -99,3 +99,38 @@ def test_a_failure_in_a_dag_reads_the_same(pg_url: str, pg_env: dict[str, str], 
     assert local["status"] == "needs_attention"
     assert essence(on_workers) == essence(local)
     assert local["units"]["s3"]["status"] == ("dep_blocked" if keep_going else "pending")
+
+
+def test_readers_agree_on_a_submitted_dag(pg_url: str, pg_env: dict[str, str], tmp_path: Path) -> None:
+    """`resume` and `status` read a run that stopped at a failure the same in both stores; a job
+    only submitted (no worker yet) already has every step's needs: only its first step is eligible."""
+    job = {"keep_going": False, "max_failures": None, "steps": [
+        {"id": "s0", "needs": [], "codes": [0], "retries": 0},
+        {"id": "s1", "needs": ["s0"], "codes": [1], "retries": 0},
+        {"id": "s2", "needs": ["s1"], "codes": [0], "retries": 0},
+        {"id": "s3", "needs": ["s0", "s2"], "codes": [0], "retries": 0}]}
+    local, on_workers = run_both(tmp_path, pg_url, pg_env, job)
+    assert essence(on_workers) == essence(local)
+    name = local["id"]
+    seen = []
+    for store in (["--dir", str(tmp_path / "runs")], ["--store", pg_url]):
+        resume = subprocess.run([RESUMABLE, "resume", name, *store], cwd=tmp_path, env=pg_env, capture_output=True,
+                                text=True)
+        status = subprocess.run([RESUMABLE, "status", name, "--no-color", *store], cwd=tmp_path, env=pg_env,
+                                capture_output=True, text=True)
+        assert resume.returncode == 0 and status.returncode in (0, 1), (resume.stderr, status.stderr)
+        counts = [line for line in status.stdout.splitlines() if line.lstrip().startswith(("units", "running"))]
+        seen.append((json.loads(resume.stdout), counts))
+    assert seen[0] == seen[1]
+    assert seen[0][0]["eligible"] == ["s1"] and seen[0][0]["skip"] == ["s0"]
+
+    fresh = job_file(tmp_path / "fresh.toml", "fresh", job)
+    submitted = subprocess.run([RESUMABLE, "submit", str(fresh), "--store", pg_url, "-q"], cwd=tmp_path, env=pg_env,
+                               capture_output=True, text=True)
+    assert submitted.returncode == 0, submitted.stderr
+    resume = subprocess.run([RESUMABLE, "resume", "fresh", "--store", pg_url], cwd=tmp_path, env=pg_env,
+                            capture_output=True, text=True)
+    assert json.loads(resume.stdout)["eligible"] == ["s0"], resume.stdout
+    units = json.loads(subprocess.run([RESUMABLE, "get", "fresh", "--store", pg_url], cwd=tmp_path, env=pg_env,
+                                      capture_output=True, text=True).stdout)["units"]
+    assert {sid: u["dependsOn"] for sid, u in units.items()} == {s["id"]: s["needs"] for s in job["steps"]}

@@ -159,3 +159,22 @@ def test_producers_of_a_pattern() -> None:
     assert inputs.producers("/w", "out/*.txt", made) == ["one"]
     assert inputs.producers("/w", "out/**/*.txt", made) == ["one", "two"]
     assert inputs.producers("/w", "*.csv", made) == []
+
+
+def test_a_steps_own_artifacts_are_not_among_its_inputs(work: Path) -> None:
+    """A directory (or glob) input that covers what the step itself makes: its outputs are not
+    what it depends on, or every run would find an input added or changed."""
+    (work / "out").mkdir()
+    write(work / "out" / "part.txt", "p\n")
+    write(work / "resumable.toml", """[job]
+name = "own"
+[steps.merge]
+run = "cat out/part.txt > out/merged.txt; echo run >> trace"
+inputs = ["out/", "out/*.txt"]
+artifacts = ["out/merged.txt"]
+""")
+    assert run_cli([]).exit_code == 0
+    assert list(units(work, "own")["merge"]["fingerprint"]["inputs"]) == ["out/part.txt"]
+    assert "skip  merge: done" in _plan(work)
+    assert run_cli([]).exit_code == 0
+    assert (work / "trace").read_text() == "run\n"

@@ -109,9 +109,8 @@ def log_command(run: str, step: str, n: int | None, store_url: str | None) -> No
     data = got[1]
     if not data:
         # Said, not silent: a person would otherwise not know whether the step printed nothing or
-        # the command failed. On stderr when piped, so the output stays the log's exact bytes.
-        note = "(empty log)" if data is not None else f"(no log stored with attempt {got[0]})"
-        click.echo(note, err=not sys.stdout.isatty())
+        # the command failed.
+        click.echo("(empty log)" if data is not None else f"(no log stored with attempt {got[0]})")
         return
     if sys.stdout.isatty():
         text = data.decode("utf-8", "replace")

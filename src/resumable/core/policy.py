@@ -168,6 +168,15 @@ def decide(step: str, status: str, *, failures: int, retry: RetryPolicy, rules: 
     return Decision(settled, blocked, stopping or rules.stops(failed_steps + 1))
 
 
+def needs_unrecorded(unit: object, needs: Sequence[str]) -> bool:
+    """Whether a unit that has not started yet lacks its step's needs (``dependsOn``): both stores
+    record them before the run starts, so `resume` and `get` never call a waiting step eligible
+    before its needs are done. Only waiting units are restated: a finished one keeps its stamps."""
+    if not isinstance(unit, dict) or unit.get("status") != "pending":
+        return False
+    return list(unit.get("dependsOn") or []) != list(needs)
+
+
 # -- the verdict --------------------------------------------------------------------------------
 
 

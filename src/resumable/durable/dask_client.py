@@ -38,6 +38,8 @@ _PASSED_ON = ("workers", "resources", "allow_other_workers", "retries")  # of Cl
 
 
 class DaskFlight(Flight):
+    batched = True
+
     def __init__(self, m: Mapping, executor: Executor, payload: bytes | Work, limit: int) -> None:
         super().__init__(m, executor, payload, limit)
         self.client: Any = executor._client  # type: ignore[attr-defined]

@@ -66,6 +66,8 @@ def default_limit(executor: Executor) -> int:
 class Flight:
     """The items of one map in flight on an executor."""
 
+    batched = False  # whether the items that fill the free places are launched together
+
     def __init__(self, m: Mapping, executor: Executor, payload: bytes | Work, limit: int) -> None:
         self.m = m
         self.executor = executor
@@ -113,6 +115,9 @@ class Flight:
                 except BaseException:
                     step.engine.release(uid)
                     raise
+                if not self.batched:
+                    self.launch(calls)  # at once: a local pool starts its workers as items come
+                    calls = []
         except BaseException:
             for uid, _ in calls:
                 step.engine.release(uid)

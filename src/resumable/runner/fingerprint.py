@@ -38,6 +38,53 @@ def _argv_sha(argv: list[str]) -> str:
     return _sha(argv)
 
 
+# Command hashes by what makes a step's argv (its command, and its shell for a string): every
+# re-run asks one per step, and a job's steps share few shells.
+_COMMAND_SHAS: dict[object, str] = {}
+
+
+def command_sha(step: Step) -> str:
+    """``_argv_sha(step.argv)``, remembered."""
+    command = step.command
+    key: object = (step.shell, command) if command.__class__ is str else command
+    sha = _COMMAND_SHAS.get(key)
+    if sha is None:
+        sha = _COMMAND_SHAS[key] = _argv_sha(step.argv)
+    return sha
+
+
+def remember_command_sha(step: Step, sha: str) -> None:
+    """What ``command_sha(step)`` is, known from a cache that computed it (``runner.jobcache``)."""
+    command = step.command
+    _COMMAND_SHAS[(step.shell, command) if command.__class__ is str else command] = sha
+
+
+def done_and_current(steps: Sequence[Step], units: Mapping[str, Any]) -> list[bool]:
+    """For each step, whether its unit is done with the fingerprint the step has now, for a step
+    with no inputs and no artifacts: the answer for nearly every step of a re-run of a large job,
+    from a few comparisons of stored strings in one loop (no fingerprint built, no file looked
+    at, no call per step). False is no verdict: the caller decides the long way."""
+    version, memo = FINGERPRINT_VERSION, _COMMAND_SHAS
+    envs: dict[int, tuple[tuple[tuple[str, str], ...], str]] = {}  # by identity: steps share their job's
+    out: list[bool] = []
+    for step in steps:
+        unit = units.get(step.id)
+        ok = False
+        if unit.__class__ is dict and not step.inputs and not step.artifacts and unit.get("status") == "done":
+            stored = unit.get("fingerprint")
+            if stored.__class__ is dict and stored.get("v") == version and stored.get("cwd") == step.cwd \
+                    and not stored.get("inputs"):
+                command = step.command
+                sha = memo.get((step.shell, command) if command.__class__ is str else command)
+                env = step.env
+                known = envs.get(id(env))
+                if known is None or known[0] is not env:
+                    known = envs[id(env)] = (env, _env_sha(env))
+                ok = stored.get("command") == (sha or command_sha(step)) and stored.get("env") == known[1]
+        out.append(ok)
+    return out
+
+
 def _env_sha(env: tuple[tuple[str, str], ...]) -> str:
     sha = _ENV_SHAS.get(env)
     if sha is None:
@@ -130,7 +177,7 @@ def input_records(step: Step, previous: Mapping[str, Any] | None = None,
     """``{name: record}`` of every file the step's inputs name now (``files``: as expanded a moment
     ago); a path no file answers (an artifact another step has not made yet) maps to None."""
     if files is None:
-        files, missing = inputs.expand(step.cwd, step.inputs)
+        files, missing = inputs.expand(step.cwd, step.inputs, step.artifacts)
     else:
         missing = []
     out: dict[str, Any] = {}
@@ -149,7 +196,7 @@ def fingerprint(step: Step, previous: Mapping[str, Any] | None = None,
     out = {
         "v": FINGERPRINT_VERSION,
         # argv rather than the text: the same text under another shell is another command.
-        "command": _argv_sha(step.argv),
+        "command": command_sha(step),
         "env": _env_sha(step.env),
         "cwd": step.cwd,
     }
@@ -165,7 +212,7 @@ def unchanged(step: Step, stored: object, files: Sequence[inputs.InputFile] | No
     False may still be a fingerprint that holds (a file touched, same content): the caller asks
     ``fingerprint_changes``. What every re-run asks of every step: kept to a few lookups."""
     if not (isinstance(stored, dict) and stored.get("v") == FINGERPRINT_VERSION
-            and stored.get("cwd") == step.cwd and stored.get("command") == _argv_sha(step.argv)
+            and stored.get("cwd") == step.cwd and stored.get("command") == command_sha(step)
             and stored.get("env") == _env_sha(step.env)):
         return False
     old = stored.get("inputs")
@@ -174,7 +221,7 @@ def unchanged(step: Step, stored: object, files: Sequence[inputs.InputFile] | No
     if not isinstance(old, dict):
         return False
     if files is None:
-        files, missing = inputs.expand(step.cwd, step.inputs)
+        files, missing = inputs.expand(step.cwd, step.inputs, step.artifacts)
         if missing:
             return False
     if len(files) != len(old):

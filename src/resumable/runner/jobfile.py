@@ -266,20 +266,39 @@ def _rtoml_loads(text: str) -> dict[str, Any] | None:
 
 
 def load_job_file(path: str | os.PathLike[str], name_override: str | None = None) -> Job:
+    p = Path(path)
+    text = job_text(p, read_job_bytes(p))
+    return job_from_mapping(_parse_toml(text, p), p, text, name_override)
+
+
+def read_job_bytes(p: Path) -> bytes:
     from resumable import fsio
 
-    p = Path(path)
     try:
         # Never blocks on a FIFO, never reads a device: a regular file only (a link may lead to it).
-        text = fsio.read_bytes(str(p), follow=True).decode("utf-8")
+        return fsio.read_bytes(str(p), follow=True)
     except FileNotFoundError:
         raise UsageError(
             f"no job file {str(p)!r}; write one (the format is in the runner's guide, docs/runner.md) or pass"
             " --step ID:COMMAND"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise InvalidInputError(f"{p}: cannot read job file: {exc}") from exc
-    return job_from_mapping(_parse_toml(text, p), p, text, name_override)
+
+
+def job_text(p: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{p}: cannot read job file: {exc}") from exc
+
+
+def parse_job(data: bytes, p: Path, name_override: str | None) -> tuple[Job, Declared]:
+    """The job a file's bytes describe, and what it declares before its inputs are looked up
+    (``runner.jobcache`` keeps that: the inputs' files are the file system's, looked up each time)."""
+    text = job_text(p, data)
+    declared = declared_steps(_parse_toml(text, p), p, text, name_override)
+    return finish_job(declared, p), declared
 
 
 class _Reader:
@@ -309,10 +328,26 @@ class _Reader:
                                   f"{', '.join(sorted(known))}")
 
 
+@dataclass
+class Declared:
+    """A job file's steps as declared (defaults applied, needs checked), before its inputs are
+    expanded on the file system; ``problems`` so far."""
+
+    problems: Problems
+    name: str | None
+    base: Path
+    reconcile: tuple[str, str] | None
+    steps: list[Step]
+
+
 def job_from_mapping(
     data: Mapping[str, Any], path: Path, text: str = "", name_override: str | None = None
 ) -> Job:
     """A validated job; every problem of the file is reported at once (``JobFileError``)."""
+    return finish_job(declared_steps(data, path, text, name_override), path)
+
+
+def declared_steps(data: Mapping[str, Any], path: Path, text: str, name_override: str | None) -> Declared:
     problems = Problems(Locator(path, text))
     base = path.resolve().parent
     for key in data:
@@ -334,8 +369,15 @@ def job_from_mapping(
         problems.add(None, None, "no steps; add at least one [steps.<id>] table with run = ...")
         steps_data = {}
     steps = _read_steps(steps_data, defaults, problems)
+    _check_needs({s.id: s.needs for s in steps}, problems)
+    return Declared(problems, name, base, reconcile, steps)
+
+
+def finish_job(declared: Declared, path: Path) -> Job:
+    """The job, its inputs expanded and its graph checked for cycles; JobFileError for every problem."""
+    problems, name, base, reconcile, steps = (declared.problems, declared.name, declared.base,
+                                              declared.reconcile, declared.steps)
     graph = {s.id: s.needs for s in steps}
-    _check_needs(graph, problems)
     input_files: dict[str, Sequence[InputFile]] = {}
     if any(s.inputs for s in steps):
         steps, input_files = _resolve_inputs(steps, problems)
@@ -450,7 +492,7 @@ def _resolve_inputs(steps: list[Step], problems: Problems
         if not step.inputs:
             out.append(step)
             continue
-        files, missing = inputs.expand(step.cwd, step.inputs)
+        files, missing = inputs.expand(step.cwd, step.inputs, step.artifacts)
         found[step.id] = files
         if not artifacts and not missing:
             out.append(step)

@@ -10,7 +10,6 @@ decided by ``core.policy``, the rules the PostgreSQL workers apply too.
 
 from __future__ import annotations
 
-import heapq
 import os
 import select
 import time
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from resumable.core import policy, verbs
-from resumable.core.policy import JobRules, RetryPolicy
+from resumable.core.policy import JobRules
 from resumable.core.stamps import stamp
 from resumable.runner import fingerprint as fp
 from resumable.runner import process
@@ -30,7 +29,6 @@ from resumable.runner.attempt import (
     FailedSpawn,
     Outcome,
     finished_attempt,
-    next_attempt_number,
 )
 from resumable.runner.cutoff import Cutoff
 from resumable.runner.explain import Decision
@@ -133,6 +131,10 @@ class Scheduler:
         self.rules = JobRules(options.keep_going, options.max_failures)
         self.cut = Cutoff(decisions, units)
         self.interrupts = 0
+        # Set by the loop (runner.loop) when it starts: who waits on whom, and the failed step
+        # that blocked each dep_blocked one.
+        self.dependents: dict[str, list[str]] = {}
+        self.blocked_root: dict[str, str] = {}
         self.out = Outcome()
         self.handled_interrupts = 0
         self.launcher: Launcher | None = None
@@ -159,194 +161,30 @@ class Scheduler:
     # -- the loop -----------------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        state: dict[str, str] = {}
-        for s in self.job.steps:
-            state[s.id] = "waiting" if self.decisions[s.id].run else "skipped"
-        self.out.states = state
-        # Needs not yet satisfied, per waiting step, and who waits on whom: a finished step
-        # releases its dependents in O(dependents).
-        unmet: dict[str, int] = {}
-        self.dependents: dict[str, list[str]] = {}
-        ready: list[tuple[int, str]] = []  # a heap in job order: declaration order among ready steps
-        for s in self.job.steps:
-            if state[s.id] != "waiting":
-                continue
-            n = 0
-            for d in set(s.needs):
-                self.dependents.setdefault(d, []).append(s.id)
-                if state.get(d) not in ("done", "skipped"):
-                    n += 1
-            if n:
-                unmet[s.id] = n
-            else:
-                ready.append((self.order[s.id], s.id))
-        heapq.heapify(ready)
-        self.blocked_root: dict[str, str] = {}
+        from resumable.runner.loop import Loop
+
         jobs = self.opt.jobs if self.opt.jobs > 0 else (os.cpu_count() or 1)
         try:
-            return self._loop(state, unmet, ready, jobs)
+            return Loop(self, jobs).run()
         finally:
             if self.flusher is not None:
                 self.flusher.close()
             if self.launcher is not None:
                 self.launcher.close()
 
-    def _loop(self, state: dict[str, str], unmet: dict[str, int], ready: list[tuple[int, str]],
-              jobs: int) -> Outcome:
-        next_n: dict[str, int] = {}
-        tries: dict[str, int] = {}
-        backoff: list[tuple[float, int, str]] = []  # (due, order, id): retries waiting out a delay
-        running: dict[str, Attempt] = {}
-        draining: list[Draining] = []
-        stopping = False
-        handled_interrupts = 0
+    def collect(self) -> None:
+        """Act on what finished off the loop's thread: batches now durable (their reports, their
+        steps' starts) and launches done."""
+        if self.flusher is not None:
+            for fn in self.flusher.finished() or ():
+                fn()
+        if self.launcher is not None and self.launcher.pending:
+            for a, result in self.launcher.completed():
+                self._launched(a, result)
 
-        def release(sid: str) -> None:
-            done = [sid]  # a stack, not recursion: a step cut off early releases its own dependents
-            while done:
-                for child in self.dependents.get(done.pop(), ()):
-                    if state[child] == "waiting":
-                        unmet[child] -= 1
-                        if unmet[child] == 0:
-                            kept = self.cut.keeps_done(self.steps[child])
-                            if kept is not None:
-                                state[child] = "skipped"
-                                self._later(self.reporter.step_skipped, self.steps[child], kept)
-                                done.append(child)
-                            else:
-                                heapq.heappush(ready, (self.order[child], child))
-
-        while True:
-            if self.flusher is not None:
-                for fn in self.flusher.finished() or ():
-                    fn()  # the batch is durable: report it, start its steps
-            if self.launcher is not None and self.launcher.pending:
-                for a, result in self.launcher.completed():
-                    self._launched(a, result)
-            now = self.clock()
-            if self.interrupts > handled_interrupts:
-                handled_interrupts = self.handled_interrupts = self.interrupts
-                stopping = True
-                self.out.interrupted = True
-                live = len(running) + len(draining)
-                if live:
-                    self.reporter.notice(
-                        f"killing {_steps(live)} now" if handled_interrupts >= 2 else
-                        f"stopping {_steps(live)} (Ctrl-C again to kill now)")
-                for a in running.values():
-                    a.interrupted = True
-                    if handled_interrupts >= 2:
-                        a.handle.kill()
-                    elif a.kill_at is None:
-                        a.handle.terminate()
-                        a.kill_at = now + a.step.grace
-                for d in draining:
-                    if handled_interrupts >= 2:
-                        d.handle.kill()
-                backoff.clear()
-
-            # Finished processes and timeouts.
-            for sid, a in list(running.items()):
-                if a.launching:
-                    continue
-                code = a.handle.poll()
-                if code is None:
-                    if a.deadline is not None and not a.timed_out and not a.interrupted \
-                            and now >= a.deadline:
-                        a.timed_out = True
-                        a.handle.terminate()
-                        a.kill_at = now + a.step.grace
-                    elif a.kill_at is not None and not a.killed and now >= a.kill_at:
-                        a.handle.kill()
-                        a.killed = True
-                    continue
-                del running[sid]
-                status = self._finish(a, code, now)
-                if a.handle.leftovers():
-                    # The leader is gone but its group lives on (background jobs, a grandchild
-                    # holding the log open): stop it too, or a "finished" step keeps running.
-                    # A group already sent SIGTERM keeps its deadline: the grace is not restarted.
-                    draining.append(Draining(a.handle, a.kill_at or now + a.step.grace,
-                                              termed=a.kill_at is not None))
-                else:
-                    self._release(a.handle)
-                if status == "done":
-                    state[sid] = "done"
-                    release(sid)
-                    continue
-                tries[sid] = tries.get(sid, 0) + 1
-                next_n[sid] = a.n + 1
-                decision = policy.decide(
-                    sid, status, failures=tries[sid], retry=RetryPolicy(a.step.retries, a.step.backoff, a.step.jitter),
-                    rules=self.rules, stopping=stopping, failed_steps=len(self.out.failed),
-                    dependents=self.dependents, needs=self.needs, states=state, now=now, rand=self.rand,
-                    roots=self.blocked_root)
-                settled = decision.settled
-                exit_code = self.out.last_exit.get(sid)
-                if settled.due is not None:
-                    heapq.heappush(backoff, (settled.due, self.order[sid], sid))
-                    state[sid] = "backoff"
-                    self._later(self.reporter.step_finished, a.step, a.n, status, now - a.started,
-                                exit_code, a.log, settled.retry_in)
-                    continue
-                state[sid] = status
-                self._later(self.reporter.step_finished, a.step, a.n, status, now - a.started,
-                            exit_code, a.log, None)
-                if status == "interrupted":
-                    continue
-                self.out.failed.append(sid)
-                self._blocked(decision.blocked, state)
-                stopping = decision.stop
-
-            for d in list(draining):
-                if not d.handle.leftovers():
-                    draining.remove(d)
-                    self._release(d.handle)
-                elif not d.termed:
-                    d.handle.terminate()
-                    d.termed = True
-                elif now >= d.kill_at:
-                    d.handle.kill()
-
-            starting: list[Attempt] = []
-            if not stopping:
-                while backoff and backoff[0][0] <= now:
-                    _, order, sid = heapq.heappop(backoff)
-                    state[sid] = "waiting"
-                    heapq.heappush(ready, (order, sid))
-                while ready and len(running) + len(starting) < jobs:
-                    _, sid = heapq.heappop(ready)
-                    # Kept only for steps that will try again: a 100,000-step run holds no
-                    # per-step bookkeeping it does not need.
-                    n = next_n.pop(sid, None) or next_attempt_number(self.units.get(sid))
-                    starting.append(self._prepare(self.steps[sid], n))
-                    state[sid] = "running"
-
-            for a in starting:
-                running[a.step.id] = a  # counts towards -j from now; started once durable
-                if self.launcher is not None:
-                    self.launcher.prepare(a.log)
-            # One durable batch for the whole pass (or, while one is in flight, for everything
-            # since), then act on it.
-            self._commit()
-
-            # Nothing runs, nothing drains, nothing is left to make durable, and no retry is due:
-            # either all is finished or nothing else can start (stopped, or waiting steps need
-            # something not done).
-            if not running and not draining and not self._events and not (
-                    self.flusher is not None and self.flusher.busy) and (
-                    stopping or (not backoff and not ready)):
-                break
-
-            self.reporter.tick()
-            if self.groups is not None:
-                self.groups.sync()
-            self._wait(running, draining, backoff, self.clock())
-
-        for sid, st in state.items():
-            if st in ("waiting", "backoff"):
-                state[sid] = "pending"
-        return self.out
+    def in_flight(self) -> bool:
+        """Whether records are still to be made durable (collected, or being flushed)."""
+        return bool(self._events) or (self.flusher is not None and self.flusher.busy)
 
     # -- the batch ------------------------------------------------------------------------------
 
@@ -354,10 +192,10 @@ class Scheduler:
         self._events.append(event)
         self._what.append(what)
 
-    def _later(self, fn: Callable[..., None], *args: Any) -> None:
+    def later(self, fn: Callable[..., None], *args: Any) -> None:
         self._after.append(lambda: fn(*args))
 
-    def _commit(self) -> None:
+    def commit(self) -> None:
         if self.flusher is not None and self.flusher.busy:
             return  # collected meanwhile: goes out as the next batch
         events, what, after = self._events, self._what, self._after
@@ -377,7 +215,7 @@ class Scheduler:
         for fn in after:
             fn()
 
-    def _blocked(self, blocked: policy.Blocked, state: dict[str, str]) -> None:
+    def blocked(self, blocked: policy.Blocked, state: dict[str, str]) -> None:
         """keep-going: the steps a final failure blocks, recorded in the pass's batch."""
         for event, (child, root) in zip(blocked.events, blocked.steps.items(), strict=True):
             state[child] = "dep_blocked"
@@ -385,11 +223,11 @@ class Scheduler:
             if self.cut.is_pending(child):
                 continue  # still done in the run (it may yet be cut off): not demoted, not reported
             self._record(f"{child} -> dep_blocked", event)
-            self._later(self.reporter.step_blocked, self.steps[child], root)
+            self.later(self.reporter.step_blocked, self.steps[child], root)
 
     # -- pieces ---------------------------------------------------------------------------------
 
-    def _wait(self, running: Mapping[str, Attempt], draining: list[Draining],
+    def wait(self, running: Mapping[str, Attempt], draining: list[Draining],
               backoff: list[tuple[float, int, str]], now: float) -> None:
         timeout = _MAX_WAIT
         for a in running.values():
@@ -429,7 +267,7 @@ class Scheduler:
             env[TOKEN_ENV] = self.groups.secret
         return env
 
-    def _prepare(self, step: Step, n: int) -> Attempt:
+    def prepare(self, step: Step, n: int) -> Attempt:
         """The attempt, with its ``in_progress`` record in the pass's batch; started by ``_launch``
         once the batch is durable."""
         log = self.log_path(step, n)
@@ -452,7 +290,7 @@ class Scheduler:
             attempt={"n": n, "status": "running", "startedAt": stamp(wall, ms=True), "log": log},
             fields={"command": command} if known.get("command") != command else None))
         attempt = Attempt(step, n, NOT_STARTED, 0.0, wall, log, fprint, None, launching=True)
-        self._later(self._launch, attempt)  # once the record is durable
+        self.later(self._launch, attempt)  # once the record is durable
         return attempt
 
     def _launch(self, a: Attempt) -> None:
@@ -488,12 +326,12 @@ class Scheduler:
             else:
                 result.terminate()
 
-    def _release(self, handle: StepHandle) -> None:
+    def release(self, handle: StepHandle) -> None:
         handle.close()
         if self.groups is not None and handle.pgid > 0:
             self.groups.untrack(handle.pgid)
 
-    def _finish(self, a: Attempt, code: int, now: float) -> str:
+    def finish(self, a: Attempt, code: int, now: float) -> str:
         """The attempt's outcome, recorded in the pass's batch (reported once it is durable)."""
         step = a.step
         status, exit_code, event = finished_attempt(a, code, now, self.wallclock())
@@ -506,13 +344,9 @@ class Scheduler:
             self.cut.finished(step.id, event.get("fields", {}).get("artifacts"))
             if self.groups is not None:
                 process.forget_started(self.groups.secret, self.job.name, step.id)
-            self._later(self.reporter.step_finished, step, a.n, status, round(now - a.started, 3), exit_code,
+            self.later(self.reporter.step_finished, step, a.n, status, round(now - a.started, 3), exit_code,
                         a.log, None)
         return status
-
-
-def _steps(n: int) -> str:
-    return f"{n} step{'' if n == 1 else 's'}"
 
 
 def install_signal_handlers(scheduler: Scheduler) -> Callable[[], None]:

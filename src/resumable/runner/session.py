@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resumable import store
-from resumable.core import verbs
+from resumable.core import policy, verbs
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
 from resumable.runner import explain, process
@@ -57,7 +57,7 @@ def load_job(opts: RunOptions) -> Job:
             raise UsageError(f"no job file {DEFAULT_JOB_FILE!r} here or in a parent directory; write one (the"
                              " format is in the runner's guide, docs/runner.md) or pass --step ID:COMMAND")
         path = found
-    job = load_job_file(path, name_override=opts.job)
+    job = _parsed(opts, path)
     # Command-line defaults override the file's, for one invocation.
     over: dict[str, Any] = {}
     for name in ("timeout", "retries", "backoff", "grace"):
@@ -67,6 +67,16 @@ def load_job(opts: RunOptions) -> Job:
     if over:
         job = replace(job, steps=tuple(replace(s, **over) for s in job.steps))
     return job
+
+
+def _parsed(opts: RunOptions, path: str | Path) -> Job:
+    """The job file's job: parsed once, then read from the runs directory's cache while the file is
+    unchanged (``runner.jobcache``); a database store keeps no cache (parsed by each runner)."""
+    if opts.state_dir is None and store.store_url(opts.store) is not None:
+        return load_job_file(path, name_override=opts.job)
+    from resumable.runner import jobcache
+
+    return jobcache.load(path, opts.job, lambda base: store.open_backend(opts.state_dir, start=base))
 
 
 def open_backend(opts: RunOptions, job: Job | None) -> Backend:
@@ -126,7 +136,9 @@ def _run(opts: RunOptions) -> int:
         work = selection(job, opts.targets)
         if opts.explain or opts.dry_run:
             return preview(job, work, handle, opts)
-        if callable(getattr(backend, "submit", None)):  # a work-queue store: steps run on workers
+        from resumable.store.backend import WorkQueue
+
+        if isinstance(backend, WorkQueue):  # a store whose steps run on workers
             if opts.targets:
                 raise UsageError("target steps are not supported with a PostgreSQL store yet; run the whole"
                                  " job, or run the targets with a runs directory (--dir)")
@@ -299,7 +311,8 @@ def close_dead_attempts(writer: SafeWriter, units: Mapping[str, Any]) -> list[Ev
 
 
 def _bookkeeping(work: Job, decisions: Mapping[str, explain.Decision], units: Mapping[str, Any]) -> list[Event]:
-    """The invalidations of done steps that run again, and the units of steps new to the run."""
+    """The invalidations of done steps that run again, the units of steps new to the run, and the
+    needs of units not started yet that lack them (as a submit records them)."""
     out: list[Event] = []
     for s in work.steps:
         d = decisions[s.id]
@@ -307,6 +320,8 @@ def _bookkeeping(work: Job, decisions: Mapping[str, explain.Decision], units: Ma
             out.append(verbs.invalidate(s.id, d.reason))
         elif s.id not in units:
             out.append(verbs.unit(s.id, "pending", deps=list(s.needs), fields={"command": s.command_text}))
+        elif policy.needs_unrecorded(units.get(s.id), s.needs):
+            out.append(verbs.unit(s.id, "pending", deps=list(s.needs)))  # `resume` and `get` read its needs
     return out
 
 

@@ -143,6 +143,7 @@ class Worker:
                 claim_at = self._claim(now)
                 if not self.running and not self.draining and self.opts.runs is not None and self._runs_ended():
                     return 0
+            self._tidy()
             self.sink.tick()
             busy = self.running or self.draining
             wait = min(self._next_deadline(now), next_beat - now) if busy else _MAX_IDLE
@@ -177,6 +178,13 @@ class Worker:
         if len(self.running) < self.jobs:
             return now + (_MAX_IDLE if due is None else min(max(due, 0.0) + 0.01, _MAX_IDLE))
         return now
+
+    def _tidy(self) -> None:
+        """The store's follow-ups of the last transactions, once their steps are started."""
+        try:
+            self.queue.tidy()
+        except StoreError as exc:
+            self._warn_once(f"cannot conclude or number a run's events: {exc}; trying again at the next claim")
 
     def _warn_once(self, message: str) -> None:
         """A store that cannot be reached is said once per kind of failure, not at every retry."""

@@ -20,23 +20,13 @@ outside ``store/postgres/`` speaks SQL; everything above reaches runs through th
 Events are plain dicts (``core.events``); a handle stamps ``at`` on events that lack one. A write is
 durable before ``commit`` returns (the file store fsyncs its journal; PostgreSQL commits).
 
-The PostgreSQL store adds, for workers on many hosts (``resumable worker``; ``runner.workqueue``
-types what the runner uses of it), on its backend object:
+The PostgreSQL store is also a ``WorkQueue`` (below), for workers on many hosts (``resumable
+worker``): a declared capability, checked with ``isinstance(backend, WorkQueue)``, never by
+probing for methods.
 
-- ``submit(run_id, task=, launch=, steps=, plan=, options=) -> dict``: record a job's steps,
-  fingerprints and needs as a run (idempotent: submitting again resumes it).
-- ``claim(worker, runs, limit, ttl=, log_path=) -> (claims, wake)``: eligible units (every need
-  done, not leased), taken with ``FOR UPDATE SKIP LOCKED``; each ``Claim`` carries the unit, the
-  attempt number, and a fencing token (the lease epoch); ``wake``: seconds until something falls
-  due without a notification.
-- ``renew(worker, claims, ttl) -> list[Claim]``: heartbeat; returns the claims that were lost.
-- ``complete([(claim, result, retry_policy), ...], more=) -> (settled, claims)``: commit outcomes
-  only where the claim's epoch is still current; a stale completion is kept with its attempt and
-  refused (False), never applied. ``more``: the next claims, in the same transaction.
-- ``release(claim, reason)``: hand a claim back without an outcome (a worker stopping).
-- ``work_listener()``: a ``LISTEN`` that wakes a worker when a step may have become claimable.
-- ``upgrade()`` / ``schema_version()``: versioned migrations; an older resumable refuses a newer schema.
-- ``import_run(run_id, batches, blobs)`` (``RunImporter``): an exported run, whole, in one transaction.
+It also imports an exported run whole, in one transaction (``RunImporter``: ``import_run(run_id,
+batches, blobs)``).
+
 
 Its ``RunHandle`` is the same protocol as the file store's; ``wait_for_change`` follows ``NOTIFY``.
 """
@@ -51,8 +41,11 @@ from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
-__all__ = ["Backend", "DigestReading", "Digests", "Doc", "Event", "GcResult", "LeaseState", "LeaseSurvey",
-           "LeftoverGroup", "Record", "RunEntry", "RunHandle", "RunImporter", "RunnerLease", "UnitDigest"]
+    from resumable.core.policy import RetryPolicy, Settled
+
+__all__ = ["Backend", "ClaimLike", "DigestReading", "Digests", "Doc", "Event", "GcResult", "LeaseState",
+           "LeaseSurvey", "LeftoverGroup", "ListenerLike", "Record", "RunEntry", "RunHandle", "RunImporter",
+           "RunnerLease", "UnitDigest", "WorkQueue"]
 
 
 class RunnerLease(Protocol):
@@ -277,6 +270,15 @@ class Backend(Protocol):
 
     def lease(self, run_id: str) -> RunnerLease: ...
 
+    def read_cache(self, name: str) -> bytes | None:
+        """Derived data kept under ``name`` (``[a-z][a-z0-9-]*.<hex>``), exactly as written, or
+        None: absent, or not provably intact. A cache: whatever it holds can be made again."""
+        ...
+
+    def write_cache(self, name: str, data: bytes) -> None:
+        """Keep ``data`` under ``name`` (best effort: a store may keep nothing; OSError on failure)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -291,3 +293,77 @@ class RunImporter(Protocol):
         ``blobs`` (ref -> bytes, checked by the caller); the rebuilt document. ``RefusedError``
         (``store.transfer.AlreadyThere``) when a run with the id exists."""
         ...
+
+
+class ClaimLike(Protocol):
+    """A step a worker holds (``WorkQueue.claim``): the attempt and its fencing token."""
+
+    run_id: str
+    step: str
+    n: int  # the attempt number
+    epoch: int  # the fencing token: an outcome is recorded only while it is the step's
+    spec: dict[str, Any]  # how to run the step (runner.stepspec)
+    unit: dict[str, Any]  # what the worker needs of the unit: its last fingerprint and its host
+    log: str  # where this host writes the attempt's output
+
+
+class ListenerLike(Protocol):
+    """A ``LISTEN``: a descriptor to poll, and the notifications received."""
+
+    def fileno(self) -> int | None: ...
+    def drain(self) -> list[str]: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class WorkQueue(Protocol):
+    """A store whose submitted jobs run on workers on any number of hosts (the PostgreSQL store).
+
+    Claims and completions lock only the step rows they touch; a claim is a lease in the store's
+    clock with a fencing token; an outcome whose token is no longer the step's is kept with its
+    attempt and refused, never applied. What follows an outcome is ``core.policy``'s decision."""
+
+    def submit(self, run_id: str, *, task: str, launch: dict[str, Any], steps: Sequence[Mapping[str, Any]],
+               plan: Callable[[Mapping[str, Any]], Mapping[str, Any]], options: Mapping[str, Any],
+               marks: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+        """Record a job's steps (``{"id", "needs", "spec", "command"}``), fingerprints and needs as a
+        run (idempotent: submitting again resumes it); ``{"run", "skip", "run_steps", "concluded"}``."""
+        ...
+
+    def worker_info(self, worker_id: str) -> Any: ...
+    def register(self, worker: Any) -> None: ...
+    def unregister(self, worker: Any) -> None: ...
+
+    def claim(self, worker: Any, runs: Sequence[str] | None, limit: int, *, ttl: float,
+              log_path: Callable[[str, str, int], str]) -> tuple[Sequence[ClaimLike], float | None]:
+        """Up to ``limit`` ready steps, in one transaction per run, taken with ``FOR UPDATE SKIP
+        LOCKED``; and seconds until something falls due without a notification."""
+        ...
+
+    def renew(self, worker: Any, held: Sequence[Any], ttl: float) -> Sequence[ClaimLike]:
+        """Heartbeat: every claim's lease renewed in one statement; returns the claims lost."""
+        ...
+
+    def complete(self, items: Sequence[tuple[Any, Mapping[str, Any], RetryPolicy]], *, more: int = 0,
+                 worker: Any = None, ttl: float = 0.0, log_path: Callable[[str, str, int], str] | None = None
+                 ) -> tuple[list[Settled | None], Sequence[ClaimLike]]:
+        """Outcomes of one run's attempts, in one transaction: for each, what the policy made of it
+        (None: its claim no longer held); ``more``: the next claims, in the same transaction."""
+        ...
+
+    def release(self, claim: Any, reason: str, **kw: Any) -> bool:
+        """Hand a claim back without an outcome (a worker stopping)."""
+        ...
+
+    def tidy(self) -> None:
+        """What the last claims and completions left to do (a run's conclusion, numbering its
+        events), done once the worker has started the steps it claimed."""
+        ...
+
+    def run_states(self, runs: Sequence[str]) -> dict[str, str | None]: ...
+    def step_summary(self, run_id: str) -> str: ...
+    def work_listener(self) -> ListenerLike: ...
+    def local_dir(self) -> str: ...
+    def serve(self, *, patience: float) -> None: ...
+    def open(self, run: str) -> RunHandle: ...
+    def ready(self) -> Any: ...

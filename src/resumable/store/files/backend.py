@@ -71,6 +71,16 @@ class FileBackend:
 
         return archive.delete_run(resolve_run(run, self.runs.path))
 
+    def read_cache(self, name: str) -> bytes | None:
+        from resumable.store.files import cache
+
+        return cache.read(self.runs.path, name)
+
+    def write_cache(self, name: str, data: bytes) -> None:
+        from resumable.store.files import cache
+
+        cache.write(self.runs.path, name, data)
+
     def lease(self, run_id: str) -> FileRunnerLease:
         from resumable.store.files.lease import FileRunnerLease  # the runner's, not the low-level verbs'
 

@@ -38,7 +38,7 @@ def build(path: str, doc: Mapping[str, Any], journal: tuple[int, int, int, int, 
     units: Mapping[str, Any] = raw_units if isinstance(raw_units, dict) else {}
     count = len(units)
     nslots = MIN_SLOTS
-    while nslots * 3 < count * 8:  # at most 3/8 full when built: room to grow before a rebuild
+    while nslots < count * 2:  # at most half full when built: room to grow by half before a rebuild
         nslots *= 2
     table = bytearray(nslots * SLOT)
     digs: list[bytes] = []

@@ -11,10 +11,10 @@ import os
 import zlib
 
 from resumable import fsio
-from resumable.store.files import index, indexbuild
+from resumable.store.files import index, refresh
 from resumable.store.files.index import Full, Index
 from resumable.store.files.loader import pread_all
-from resumable.store.files.refresh import EXACT_SNAPSHOT_BYTES, estimated_bytes
+from resumable.store.files.refresh import estimated_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def wanted(state: Loaded) -> bool:
     every write (smaller runs load whole faster than an index is kept)."""
     doc = state.doc
     return isinstance(doc, dict) and isinstance(doc.get("units"), dict) and \
-        max(state.snap_size, estimated_bytes(doc)) > EXACT_SNAPSHOT_BYTES
+        max(state.snap_size, estimated_bytes(doc)) > refresh.EXACT_SNAPSHOT_BYTES
 
 
 def touched_units(events: Iterable[Event]) -> set[str] | None:
@@ -60,11 +60,34 @@ def touched_units(events: Iterable[Event]) -> set[str] | None:
 
 
 class Keeper:
-    __slots__ = ("cursor", "gave_up")
+    __slots__ = ("cursor", "gave_up", "ino", "ix")
 
     def __init__(self, cursor: Cursor) -> None:
         self.cursor = cursor
         self.gave_up = False  # the index could not be written here: leave it to other processes
+        self.ix: Index | None = None  # kept open between commits, as the journal is
+        self.ino = 0
+
+    def _index(self) -> Index | None:
+        """The index, its header read afresh: the one held open while the path still names it
+        (a stat of the path, never an fstat between writes: see Cursor.identity), else reopened."""
+        path = self.cursor.files.index
+        try:
+            ino = os.stat(path, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            self.close()
+            return None
+        if self.ix is not None and ino == self.ino and self.ix.reread():
+            return self.ix
+        self.close()
+        self.ix = Index.open(path, writable=True)
+        self.ino = ino  # a file put there since the stat is not the one held: reopened next time
+        return self.ix
+
+    def close(self) -> None:
+        if self.ix is not None:
+            self.ix.close()
+            self.ix = None
 
     def _mark(self, state: Loaded) -> tuple[int, int, int, int, int] | None:
         """(journal inode, seq, offset, mark) of the journal ``state`` reflects, None if none."""
@@ -85,9 +108,8 @@ class Keeper:
         """``events`` were appended to the journal after the record (seq, offset) ``before``."""
         if self.gave_up:
             return
-        path = self.cursor.files.index
         try:
-            ix = Index.open(path, writable=True)
+            ix = self._index()
             if ix is None:
                 if wanted(state):
                     self.rebuild(state)
@@ -112,8 +134,6 @@ class Keeper:
                     self.rebuild(state)
             except Full:
                 self.rebuild(state)
-            finally:
-                ix.close()
         except (OSError, ValueError):
             self.drop()
 
@@ -122,20 +142,17 @@ class Keeper:
         if self.gave_up:
             return
         try:
-            ix = Index.open(self.cursor.files.index, writable=True)
+            ix = self._index()
             if ix is None:
                 if wanted(state):
                     self.rebuild(state)
                 return
-            try:
-                h = ix.h
-                if (h.seq, h.jend) != (state.seq, state.offset) or self.cursor.jfd is None \
-                        or h.jino != self.cursor.jino:
-                    self.rebuild(state)
-                elif state.snap_stat is not None:
-                    ix.note_snapshot(state.snap_stat, state.snap_seq, self.cursor.snap_offset)
-            finally:
-                ix.close()
+            h = ix.h
+            if (h.seq, h.jend) != (state.seq, state.offset) or self.cursor.jfd is None \
+                    or h.jino != self.cursor.jino:
+                self.rebuild(state)
+            elif state.snap_stat is not None:
+                ix.note_snapshot(state.snap_stat, state.snap_seq, self.cursor.snap_offset)
         except (OSError, ValueError):
             self.drop()
 
@@ -151,12 +168,20 @@ class Keeper:
         snap_key = state.snap_stat if state.snap_stat is not None and state.snap_seq >= 0 else (0, 0, 0)
         snap_off = self.cursor.snap_offset if state.snap_seq >= 0 else 0
         try:
+            from resumable.store.files import indexbuild  # a rebuild: amortised, rare
+
             indexbuild.build(path, doc, mark, (snap_key, max(state.snap_seq, 0), snap_off))
         except (OSError, ValueError, TypeError):
             self.drop()
+            return
+        self.close()
+        self._index()  # held from now on: the next commit's look at it is one stat and one read
 
     def drop(self) -> None:
+        self.close()
         try:
+            from resumable.store.files import indexbuild
+
             indexbuild.remove(self.cursor.files.index)
         except OSError:
             # Not removable (a read-only directory): no writer here can keep it, and a reader

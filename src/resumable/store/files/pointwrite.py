@@ -19,11 +19,10 @@ import os
 from resumable.core.events import apply
 from resumable.core.model import shape_problem
 from resumable.errors import CorruptRunError, InvalidInputError
-from resumable.store.files import journal
+from resumable.store.files import journal, refresh
 from resumable.store.files.index import Full, Index, head_of
 from resumable.store.files.keeper import journal_mark
 from resumable.store.files.loader import Loaded, pread_all, replay, stat_key
-from resumable.store.files.refresh import EXACT_SNAPSHOT_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,8 +96,11 @@ def _caught_up(writer: Writer, ix: Index) -> tuple[Mini, Loaded, list[Event]] | 
             or not os.path.lexists(files.journal):
         return None
     fd = cursor.jfd if cursor.jfd is not None else cursor.open_journal()
-    size = os.fstat(fd).st_size
-    if cursor.jino != h.jino or size < h.jend or size - h.jend > TAIL_MAX:
+    try:
+        ino, size = cursor.identity()  # through the descriptor: no stat of the journal between writes
+    except OSError:
+        return None  # gone meanwhile (moved by gc): the whole-document path says what there is
+    if ino != h.jino or size < h.jend or size - h.jend > TAIL_MAX:
         return None
     if journal_mark(fd, h.jend) != (h.jcrc, h.jlen):
         return None
@@ -156,8 +158,9 @@ def _commit(writer: Writer, ix: Index, events: Sequence[Event], lazy_view: bool)
         writer.keeper.drop()
         rebuild = False
     size = h.snap_size or 512 + 170 * h.count
-    due = h.snap_key() == (0, 0, 0) or state.offset - h.snap_off >= size \
-        or (size <= EXACT_SNAPSHOT_BYTES and not lazy_view)
+    # The whole-document path's policy (refresh.SnapshotView.after_write), a large run's first
+    # view included (no snapshot yet: its size estimated, its offset 0).
+    due = state.offset - h.snap_off >= size or (size <= refresh.EXACT_SNAPSHOT_BYTES and not lazy_view)
     if due or rebuild:
         writer.refresh_whole(rebuild=rebuild)
     return outputs

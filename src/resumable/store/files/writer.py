@@ -14,13 +14,12 @@ from resumable.core import jsonio, verbs
 from resumable.core.events import apply
 from resumable.core.model import LIVE_RUN_STATES, shape_problem
 from resumable.errors import CorruptRunError, InvalidInputError, RefusedError
-from resumable.store.files import journal, pointwrite
+from resumable.store.files import journal, refresh
 from resumable.store.files.cursor import Cursor
-from resumable.store.files.keeper import Keeper
 from resumable.store.files.layout import RunFiles, missing_run, no_parent, translate
 from resumable.store.files.loader import Loaded, events_key
 from resumable.store.files.lock import RunLock
-from resumable.store.files.refresh import SnapshotView
+from resumable.store.files.refresh import SnapshotView, estimated_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from resumable.core.types import Event
+    from resumable.store.files.keeper import Keeper
 
 
 # Writes one process makes through the index before it loads the whole document: a process that
@@ -44,7 +44,7 @@ class Writer:
         self.lock = RunLock(files)
         self.cursor = Cursor(files)
         self.view = SnapshotView(self.cursor)
-        self.keeper = Keeper(self.cursor)
+        self._keeper: Keeper | None = None
         self.point_writes = 0  # writes made through the index (``pointwrite``)
 
     @property
@@ -52,6 +52,8 @@ class Writer:
         return self.view.error
 
     def close(self) -> None:
+        if self._keeper is not None:
+            self._keeper.close()
         self.cursor.close_journal()
         self.lock.close()
         self.cursor.forget()
@@ -93,11 +95,12 @@ class Writer:
         try:
             if init:
                 return [self._init_locked(events[0], lazy_view)]
-            if self.cursor.state is None and self.point_writes < POINT_WRITES \
-                    and pointwrite.eligible(events):
+            if self.cursor.state is None and self.point_writes < POINT_WRITES and self.has_index():
                 # Nothing of the run in memory (a CLI call): a large run's index makes this write
-                # O(1) of its size; None when it has none, or cannot vouch for it.
-                outputs = pointwrite.commit(self, events, lazy_view)
+                # O(1) of its size; None when it cannot vouch for it.
+                from resumable.store.files import pointwrite
+
+                outputs = pointwrite.commit(self, events, lazy_view) if pointwrite.eligible(events) else None
                 if outputs is not None:
                     self.point_writes += 1
                     return outputs
@@ -130,7 +133,8 @@ class Writer:
         self.cursor.snap_offset = 0
         # An old ulpi status file still in place must be replaced now (unmarked next to the new
         # journal it would read as an edit); otherwise the usual policy applies.
-        self.keeper.drop()  # the old run's; the new run's is built with its first view (or write)
+        if self.has_index():
+            self.keeper.drop()  # the old run's; the new run's is built with its first view (or write)
         self._after_write(new, force=os.path.lexists(self.files.snapshot), lazy=lazy_view)
         move_old_logs(self.files, base)
         return output
@@ -190,7 +194,8 @@ class Writer:
             raise
         state.doc = doc
         state.adopt = None
-        self.keeper.after_commit(state, before, pending)
+        if self.indexed(state):
+            self.keeper.after_commit(state, before, pending)
         # A finished run's view is made exact once; an adopted base gets a fresh marker at once.
         force = False
         for ev in pending:  # a plain loop: every transition passes here
@@ -199,10 +204,29 @@ class Writer:
         self._after_write(state, force=force, lazy=lazy_view)
         return outputs
 
+    @property
+    def keeper(self) -> Keeper:
+        """The index's keeper (imported only for a run that has, or wants, an index)."""
+        if self._keeper is None:
+            from resumable.store.files.keeper import Keeper
+
+            self._keeper = Keeper(self.cursor)
+        return self._keeper
+
+    def has_index(self) -> bool:
+        return os.access(self.files.index, os.F_OK, follow_symlinks=False)
+
+    def indexed(self, state: Loaded) -> bool:
+        """Whether the run keeps an index: it has one, or is large enough to want one (a small run
+        costs no index module's import)."""
+        doc = state.doc
+        return self.has_index() or (isinstance(doc, dict) and isinstance(doc.get("units"), dict)
+                                    and max(state.snap_size, estimated_bytes(doc)) > refresh.EXACT_SNAPSHOT_BYTES)
+
     def _after_write(self, state: Loaded, *, force: bool, lazy: bool) -> None:
         refreshes = self.view.refreshes
         self.view.after_write(state, force=force, lazy=lazy)
-        if self.view.refreshes != refreshes and state.snap_seq == state.seq:
+        if self.view.refreshes != refreshes and state.snap_seq == state.seq and self.indexed(state):
             self.keeper.after_refresh(state)
 
     def refresh_whole(self, *, rebuild: bool) -> None:
@@ -306,7 +330,7 @@ class Writer:
             state = self.cursor.catch_up()
             if state.doc is not None and state.snap_seq != state.seq and not state.adopt:
                 self.view.refresh(state)
-                if state.snap_seq == state.seq:
+                if state.snap_seq == state.seq and self.indexed(state):
                     self.keeper.after_refresh(state)
         finally:
             self.cursor.locked = False

@@ -1,6 +1,7 @@
-"""Runs in a PostgreSQL database, behind the ``Backend`` protocol (``store.backend``), plus what
-workers on many hosts need: submit (``jobs``), claim and renew (``claims``), complete and release
-(``outcomes``), and what they recorded (``reads``).
+"""Runs in a PostgreSQL database, behind the ``Backend`` protocol (``store.backend``), and the
+``WorkQueue`` capability workers on many hosts use: submit (``jobs``), claim and renew
+(``claims``), complete and release (``outcomes``), and what they recorded (``reads``). Each of
+those works on the backend's ``Place``; none calls back into the backend.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ from typing import TYPE_CHECKING, Any
 from resumable.core.model import check_run_id, newer_version
 from resumable.core.stamps import parse_stamp, stamp
 from resumable.errors import NewerFormatError, ResumableError
-from resumable.store.postgres import runstate, schema
-from resumable.store.postgres.db import Db
+from resumable.store.backend import WorkQueue
+from resumable.store.postgres import append, claims, jobs, outcomes, reads, runstate, schema, transfer
+from resumable.store.postgres.claims import ClaimRequest, WorkerInfo
+from resumable.store.postgres.db import host_name
 from resumable.store.postgres.handle import PgRunHandle
+from resumable.store.postgres.place import Place
+from resumable.store.postgres.queries import WORK, Q
 from resumable.store.values import GcResult, RunEntry
 
 if TYPE_CHECKING:
@@ -21,8 +26,8 @@ if TYPE_CHECKING:
     from typing import TypeVar
 
     from resumable.core.policy import RetryPolicy, Settled
-    from resumable.store.postgres.claims import Claim, WorkerInfo
-    from resumable.store.postgres.db import Connection
+    from resumable.store.postgres.claims import Claim
+    from resumable.store.postgres.db import Connection, Db
     from resumable.store.postgres.lease import PgRunnerLease
     from resumable.store.postgres.listen import Listener
     from resumable.store.values import Event
@@ -30,12 +35,15 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
-class PgBackend:
+class PgBackend(WorkQueue):
+    """A PostgreSQL database of runs; it declares the ``WorkQueue`` capability."""
+
     def __init__(self, url: str, *, patience: float = 0.0) -> None:
-        self.db = Db(url, patience=patience)
-        self._version: int | None = None
-        self.no_schema: schema.NoSchemaError | None = None  # what a read of a database without it said
-        self._handles: dict[str, PgRunHandle] = {}
+        self.place = Place(url, patience=patience)
+
+    @property
+    def db(self) -> Db:
+        return self.place.db
 
     # -- the Backend protocol -------------------------------------------------------------------
 
@@ -48,12 +56,11 @@ class PgBackend:
         return self.db.display
 
     def open(self, run: str) -> PgRunHandle:
-        return PgRunHandle(self, check_run_id(run))
+        return PgRunHandle(self.place, check_run_id(run))
 
     def list_runs(self) -> list[RunEntry]:
         def ids(conn: Connection) -> list[tuple[str, Any]]:
-            return [(r[0], r[1]) for r in conn.execute(
-                "SELECT id, created_at FROM resumable_runs WHERE archived_at IS NULL AND seq > 0 ORDER BY id")]
+            return [(r[0], r[1]) for r in conn.execute(Q.live_runs)]
 
         entries = []
         for run_id, created in self.read(ids, what="list the runs"):
@@ -75,9 +82,7 @@ class PgBackend:
         cutoff = (time.time() if now is None else now) - keep_days * 86400
 
         def candidates(conn: Connection) -> list[str]:
-            return [r[0] for r in conn.execute(
-                "SELECT id FROM resumable_runs WHERE archived_at IS NULL AND status IN ('done', 'aborted')"
-                " ORDER BY id")]
+            return [r[0] for r in conn.execute(Q.finished_runs)]
 
         moved = 0
         for run_id in self.read(candidates, what="list finished runs"):
@@ -91,18 +96,17 @@ class PgBackend:
                     return False  # a newer resumable's run: what its status means is not ours to judge
                 updated = parse_stamp(doc.get("updatedAt"))
                 if updated is None:
-                    got = conn.execute("SELECT extract(epoch FROM changed_at) FROM resumable_runs WHERE pk = %s",
-                                       (row.pk,)).fetchone()
+                    got = conn.execute(Q.changed_at, (row.pk,)).fetchone()
                     updated = float(got[0]) if got else None
                 if updated is None or updated > cutoff:
                     return False
-                conn.execute("UPDATE resumable_runs SET archived_at = now() WHERE pk = %s", (row.pk,))
+                conn.execute(Q.archive_run, (row.pk,))
                 return True
 
             moved += self.write(archive, what=f"archive run {run_id}")
 
         def forget_workers(conn: Connection) -> None:
-            conn.execute("DELETE FROM resumable_workers WHERE stopped_at < to_timestamp(%s)", (cutoff,))
+            conn.execute(Q.forget_workers, (cutoff,))
 
         self.write(forget_workers, what="forget stopped workers")
         return GcResult(moved, f"{self.root} (archived runs)")
@@ -111,8 +115,7 @@ class PgBackend:
         check_run_id(run)
 
         def drop(conn: Connection) -> list[str]:
-            row = conn.execute(
-                "DELETE FROM resumable_runs WHERE id = %s AND archived_at IS NULL RETURNING seq", (run,)).fetchone()
+            row = conn.execute(Q.delete_run, (run,)).fetchone()
             return [f"run {run} ({row[0]} events) from {self.root}"] if row else []
 
         removed = self.write(drop, what=f"delete run {run}")
@@ -124,6 +127,12 @@ class PgBackend:
             removed.append(logs + "/")
         return removed
 
+    def read_cache(self, name: str) -> bytes | None:
+        return None  # nothing kept: a job file is parsed by each runner (its runs live on a server)
+
+    def write_cache(self, name: str, data: bytes) -> None:
+        pass
+
     def lease(self, run_id: str) -> PgRunnerLease:
         from resumable.store.postgres.lease import PgRunnerLease
 
@@ -131,34 +140,23 @@ class PgBackend:
         return PgRunnerLease(self.db, check_run_id(run_id))
 
     def close(self) -> None:
-        for handle in self._handles.values():
-            handle.close()
-        self._handles.clear()
-        self.db.close()
+        self.place.close()
 
     def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
                    blobs: Mapping[str, bytes]) -> dict[str, Any]:
         """An exported run, whole, in one transaction (``RunImporter``; ``postgres.transfer``)."""
-        from resumable.store.postgres import transfer
-
-        return transfer.import_run(self, check_run_id(run_id), batches, blobs)
+        return transfer.import_run(self.place, check_run_id(run_id), batches, blobs)
 
     # -- schema ---------------------------------------------------------------------------------
 
     def ready(self, *, migrate: bool = False) -> Db:
         """The database, its schema checked once per process; ``migrate``: brought up to date
         (writes that create a run, workers), else a database without it is refused."""
-        if self._version is None:
-            try:
-                self._version = schema.check(self.db, migrate=migrate)
-            except schema.NoSchemaError as exc:
-                self.no_schema = exc
-                raise
-        return self.db
+        return self.place.ready(migrate=migrate)
 
     def upgrade(self) -> tuple[int | None, int]:
         before, after = schema.upgrade(self.db)
-        self._version = after
+        self.place.version = after
         return before, after
 
     def schema_version(self) -> int | None:
@@ -171,23 +169,14 @@ class PgBackend:
     # -- plumbing for handles and the queue -----------------------------------------------------
 
     def read(self, fn: Callable[[Connection], T], *, what: str, patience: float | None = None) -> T:
-        return self.ready().read(fn, what=what, patience=patience)
+        return self.place.read(fn, what=what, patience=patience)
 
     def write(self, fn: Callable[[Connection], T], *, what: str, probe: Callable[[Connection], bool] | None = None,
               patience: float | None = None, pipeline: bool = False, migrate: bool = False) -> T:
-        return self.ready(migrate=migrate).transact(fn, what=what, probe=probe, patience=patience, pipeline=pipeline)
-
-    def handle(self, run_id: str) -> PgRunHandle:
-        """A long-lived handle (its cached document kept between transactions), one per run."""
-        got = self._handles.get(run_id)
-        if got is None:
-            got = self._handles[run_id] = self.open(run_id)
-        return got
+        return self.place.write(fn, what=what, probe=probe, patience=patience, pipeline=pipeline, migrate=migrate)
 
     def listener(self, channels: Sequence[str]) -> Listener:
-        from resumable.store.postgres.listen import Listener
-
-        return Listener(self.ready(), channels)
+        return self.place.listener(channels)
 
     def serve(self, *, patience: float) -> None:
         """Become a long-lived process's backend: connections from a pool, and a server restart
@@ -197,85 +186,59 @@ class PgBackend:
 
     def local_dir(self) -> str:
         """This host's directory for the runs of this database (step logs before they are stored)."""
-        base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-        import hashlib
+        return self.place.local_dir()
 
-        tag = hashlib.sha256(self.db.display.encode()).hexdigest()[:12]
-        return os.path.join(base, "resumable", f"pg-{tag}")
-
-    # -- workers (imported on first use, never by a seed verb) ----------------------------------
+    # -- the WorkQueue capability (store.backend) -----------------------------------------------
 
     def submit(self, run_id: str, **kw: Any) -> dict[str, Any]:
         """Record a job as a run (``jobs.submit``)."""
-        from resumable.store.postgres import jobs
-
-        return jobs.submit(self, run_id, **kw)
+        return jobs.submit(self.place, run_id, **kw)
 
     def register(self, worker: WorkerInfo) -> None:
-        from resumable.store.postgres import claims
-
-        claims.register(self, worker)
+        claims.register(self.place, worker)
 
     def unregister(self, worker: WorkerInfo) -> None:
-        from resumable.store.postgres import claims
-
-        claims.unregister(self, worker)
+        claims.unregister(self.place, worker)
 
     def claim(self, worker: WorkerInfo, runs: Sequence[str] | None, limit: int, *, ttl: float,
               log_path: Callable[[str, str, int], str]) -> tuple[list[Claim], float | None]:
         """Ready steps under leases (``claims.claim``), and when to look again without a notification."""
-        from resumable.store.postgres import claims
-
-        return claims.claim(self, claims.Asked(worker, limit, ttl, log_path), runs)
+        return claims.claim(self.place, ClaimRequest(worker, limit, ttl, log_path), runs)
 
     def renew(self, worker: WorkerInfo, held: Sequence[Claim], ttl: float) -> list[Claim]:
-        from resumable.store.postgres import claims
-
-        return claims.renew(self, worker, held, ttl)
+        return claims.renew(self.place, worker, held, ttl)
 
     def complete(self, items: Sequence[tuple[Claim, Mapping[str, Any], RetryPolicy]], *,
                  more: int = 0, worker: WorkerInfo | None = None, ttl: float = 0.0,
                  log_path: Callable[[str, str, int], str] | None = None) -> tuple[list[Settled | None], list[Claim]]:
         """Record outcomes of one run's attempts if their claims hold (``outcomes.complete``),
         claiming up to ``more`` ready steps of the run in the same transaction."""
-        from resumable.store.postgres import claims, outcomes
+        request = ClaimRequest(worker, more, ttl, log_path) if more and worker and log_path else None
+        return outcomes.complete(self.place, items, request)
 
-        asked = claims.Asked(worker, more, ttl, log_path) if more and worker and log_path else None
-        return outcomes.complete(self, items, asked)
+    def tidy(self) -> None:
+        """What the last claims and completions left to do: conclude a run seen with nothing open,
+        number a run's events (``append.tidy``). The worker calls it once its steps are started."""
+        append.tidy(self.place)
 
     def release(self, claim: Claim, reason: str, **kw: Any) -> bool:
-        from resumable.store.postgres import outcomes
-
-        return outcomes.release(self, claim, reason, **kw)
+        return outcomes.release(self.place, claim, reason, **kw)
 
     def run_states(self, runs: Sequence[str]) -> dict[str, str | None]:
-        from resumable.store.postgres import reads
-
-        return reads.run_states(self, runs)
+        return reads.run_states(self.place, runs)
 
     def step_summary(self, run_id: str) -> str:
-        from resumable.store.postgres import reads
-
-        return reads.step_summary(self, run_id)
+        return reads.step_summary(self.place, run_id)
 
     def attempts(self, run_id: str, step: str | None = None) -> list[dict[str, Any]]:
-        from resumable.store.postgres import reads
-
-        return reads.attempts(self, run_id, step)
+        return reads.attempts(self.place, run_id, step)
 
     def attempt_log(self, run_id: str, step: str, n: int | None = None) -> tuple[int, bytes | None] | None:
-        from resumable.store.postgres import reads
-
-        return reads.attempt_log(self, run_id, step, n)
+        return reads.attempt_log(self.place, run_id, step, n)
 
     def work_listener(self) -> Listener:
         """A ``LISTEN`` on the channel workers wait on (a step may have become claimable)."""
-        from resumable.store.postgres.claims import WORK
-
         return self.listener([WORK])
 
     def worker_info(self, worker_id: str) -> WorkerInfo:
-        from resumable.store.postgres.claims import WorkerInfo
-        from resumable.store.postgres.db import host_name
-
         return WorkerInfo(worker_id, host_name(), os.getpid())

@@ -9,31 +9,27 @@ from typing import TYPE_CHECKING
 from resumable.core import policy
 from resumable.core.model import units_of
 from resumable.errors import RefusedError
+from resumable.store.postgres.queries import WORK, Q
 
 if TYPE_CHECKING:
+    from resumable.store.postgres.place import Place
     from resumable.store.postgres.runstate import RunWriter
 
 
 
 def step_states(w: RunWriter) -> list[tuple[str, str, int]]:
     """(step, state, attempts since submitted) in the job's order."""
-    rows = w.conn.execute("SELECT step, state, tries FROM resumable_steps WHERE run_pk = %s ORDER BY ord",
+    rows = w.conn.execute(Q.step_states,
                           (w.row.pk,)).fetchall()
     return [(r[0], r[1], int(r[2])) for r in rows]
 
 
 def over(w: RunWriter) -> bool:
-    """Whether nothing runs and nothing more will start (a stopped run: nothing new starts). The
-    run's row counts its open (pending or running) steps, so this costs no query but when stopping."""
+    """Whether nothing runs and nothing more will start (a stopped run: nothing new starts)."""
     if w.row.job is None:
         return False
-    if w.row.open_steps + w.open_delta <= 0:
-        return True
-    if not w.row.stopping:
-        return False
-    running = w.conn.execute("SELECT EXISTS (SELECT 1 FROM resumable_steps WHERE run_pk = %s AND state = 'running')",
-                             (w.row.pk,)).fetchone()
-    return not (running and running[0])
+    got = w.conn.execute(Q.steps_over, {"pk": w.row.pk, "stopping": bool(w.row.stopping)}).fetchone()
+    return bool(got and got[0])
 
 
 def conclude(w: RunWriter) -> bool:
@@ -56,3 +52,18 @@ def conclude(w: RunWriter) -> bool:
                 raise
             w.apply(verdict.refused(str(exc)))
     return True
+
+
+def conclude_run(place: Place, run_id: str) -> bool:
+    """After a worker's commit closed the run's last open step (or stopped it): conclude it under
+    the run's lock, if it is still to be concluded (another worker may have done it first)."""
+    handle = place.handle(run_id)
+
+    def body(w: RunWriter) -> bool:
+        done = conclude(w)
+        if done:
+            w.conn.execute(Q.notify, {"channel": WORK, "payload": run_id})  # workers waiting on it may exit
+        return done
+
+    out: bool = handle.write(body, what=f"conclude run {run_id}")
+    return out

@@ -11,25 +11,26 @@ from resumable.core import verbs
 from resumable.core.model import refuse_unreadable
 from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError, StoreError
 from resumable.store.postgres import runstate
+from resumable.store.postgres.queries import Q
 from resumable.store.postgres.runstate import RunState, RunWriter
 from resumable.store.postgres.schema import NoSchemaError
 from resumable.store.values import Record
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 
     from resumable.core.types import Event
-    from resumable.store.postgres.backend import PgBackend
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.listen import Listener
+    from resumable.store.postgres.place import Place
 
 _HEX = frozenset("0123456789abcdef")
 COALESCE = 0.25  # seconds: the shortest spacing of changes reported to a watcher
 
 
 class PgRunHandle:
-    def __init__(self, backend: PgBackend, run_id: str) -> None:
-        self.backend = backend
+    def __init__(self, place: Place, run_id: str) -> None:
+        self.place = place
         self._run_id = run_id
         self.state: RunState | None = None
         self._listener: Listener | None = None
@@ -41,14 +42,14 @@ class PgRunHandle:
 
     @property
     def location(self) -> str:
-        return f"{self.backend.root}#{self._run_id}"
+        return f"{self.place.root}#{self._run_id}"
 
     @property
     def warning(self) -> str | None:
         return None
 
     def missing(self) -> NoRunError:
-        return NoRunError(f"cannot read run {self._run_id} from {self.backend.root}: no such run — create it"
+        return NoRunError(f"cannot read run {self._run_id} from {self.place.root}: no such run — create it"
                           " with `resumable init`")
 
     # -- reads ----------------------------------------------------------------------------------
@@ -59,26 +60,27 @@ class PgRunHandle:
             return row is not None and row.seq > 0
 
         try:
-            return self.backend.read(look, what=f"look for run {self._run_id}")
+            return self.place.read(look, what=f"look for run {self._run_id}")
         except NoSchemaError:
             return False  # a database resumable never wrote to holds no run
 
     def load(self) -> dict[str, Any] | None:
-        def catch_up(conn: Connection) -> RunState | None:
+        """The document: the numbered events, then the workers' events not numbered yet."""
+        def catch_up(conn: Connection) -> tuple[RunState | None, dict[str, Any] | None]:
             row = runstate.find_row(conn, self._run_id, lock=False)
             if row is None or row.seq == 0:
-                return None
-            return runstate.current(conn, row, self.state, self.location)
+                return None, None
+            state = runstate.current(conn, row, self.state, self.location)
+            return state, runstate.with_pending(conn, state, self.location)
 
         try:
-            self.state = self.backend.read(catch_up, what=f"read run {self._run_id}")
+            self.state, doc = self.place.read(catch_up, what=f"read run {self._run_id}")
         except NoSchemaError:
             self.state = None
             return None  # no run: an init creates the schema with it; `read` says why there is none
         except BaseException:
             self.state = None  # a replay that stopped half way leaves a half-built document
             raise
-        doc = self.state.doc if self.state is not None else None
         if doc is not None:
             # A newer resumable's document, or a malformed one, is refused, never handed out to be misread.
             refuse_unreadable(doc, self._run_id)
@@ -87,11 +89,14 @@ class PgRunHandle:
     def read(self) -> dict[str, Any]:
         doc = self.load()
         if doc is None:
-            raise self.backend.no_schema or self.missing()
+            raise self.place.no_schema or self.missing()
         return doc
 
     def history(self, since: int = 0) -> Iterator[Record]:
-        db = self.backend.ready()
+        """Every numbered event after ``since``; the workers' pending events are numbered first,
+        so the history read is the whole history committed (and a later read only adds to it)."""
+        self._number_pending()
+        db = self.place.ready()
         conn = db.connect()
         try:
             row = runstate.find_row(conn, self._run_id, lock=False)
@@ -104,7 +109,7 @@ class PgRunHandle:
         except Exception as exc:
             from resumable.store.postgres.db import first_line
 
-            raise StoreError(f"{self.backend.root}: cannot read the history of {self._run_id}:"
+            raise StoreError(f"{self.place.root}: cannot read the history of {self._run_id}:"
                              f" {first_line(exc)}") from exc
         finally:
             conn.close()
@@ -117,18 +122,31 @@ class PgRunHandle:
         init = verbs.stamp_batch(events)
         for event in events:
             runstate.encode_event(event)  # refused before anything is sent
+        units = sorted({u for u in map(_unit_of, events) if u is not None})
+
+        def lock_steps(conn: Connection) -> Any:
+            # A unit a worker may be claiming or completing: its step row is locked first (the
+            # workers' lock order: steps, then the run), so the two never change it at once.
+            return conn.execute(Q.lock_steps_of, {"run": self._run_id, "steps": units})
 
         def body(w: RunWriter) -> list[Any]:
-            return w.apply(events)
+            out = w.apply(events)
+            done = [u for e in events if (u := _unit_of(e)) is not None and e.get("state") == "done"]
+            if w.row.job is not None and done:
+                # Recorded done here: a worker that holds the step is fenced off, its dependents freed.
+                w.conn.execute(Q.mark_done, {"pk": w.row.pk, "steps": done})
+            return out
 
-        out: list[Any] = self.write(body, init=init, what=f"write run {self._run_id}")
-        return out
+        result: list[Any] = self.write(body, init=init, what=f"write run {self._run_id}",
+                                       first=lock_steps if units else None)
+        return result
 
     def write(self, body: Callable[[RunWriter], Any], *, init: bool = False, create: bool = False,
-              what: str, patience: float | None = None, also: Callable[[Connection], Any] | None = None) -> Any:
+              what: str, patience: float | None = None, first: Callable[[Connection], Any] | None = None) -> Any:
         """Run ``body`` on a ``RunWriter`` holding the run's row lock, store what it staged, commit.
         The cached document survives only a transaction that committed. ``init``/``create``: see
-        ``writer``; ``also``: statements sent with the lock, their result in ``prefetched``."""
+        ``writer``; ``first``: statements sent before the run's lock is asked for (step rows to
+        lock first), their result in the writer's ``first_rows``."""
         holder: list[RunWriter] = []
         tries = [0]
 
@@ -136,7 +154,7 @@ class PgRunHandle:
             tries[0] += 1
             if tries[0] > 1:
                 self.state = None  # an earlier try may have changed the cached document
-            writer = self.writer(conn, init=init, create=create, also=also)
+            writer = self.writer(conn, init=init, create=create, first=first)
             holder[:] = [writer]
             out = body(writer)
             writer.save()
@@ -146,8 +164,8 @@ class PgRunHandle:
             return bool(holder) and holder[0].saved(conn)
 
         try:
-            out = self.backend.write(txn, what=what, probe=probe, patience=patience, pipeline=True,
-                                     migrate=init or create)
+            out = self.place.write(txn, what=what, probe=probe, patience=patience, pipeline=True,
+                                   migrate=init or create)
         except BaseException:
             if holder and (holder[0].applied or holder[0].bodies):
                 self.state = None
@@ -157,15 +175,15 @@ class PgRunHandle:
         return out
 
     def writer(self, conn: Connection, *, init: bool = False, create: bool = False,
-               also: Callable[[Connection], Any] | None = None) -> RunWriter:
+               first: Callable[[Connection], Any] | None = None) -> RunWriter:
         """A writer for this run inside the caller's transaction: the row locked, the document
         caught up. ``init`` starts the run: a row of its own, archiving a finished run (refused over
         a live one); ``create`` makes the row only if there is none (the writer's document is then
         None: the caller commits the init)."""
         if init or create:
-            conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) ON CONFLICT (id) WHERE archived_at IS NULL"
-                         " DO NOTHING", (self._run_id,))
-        row, caught_up, extra = runstate.lock_and_catch_up(conn, self._run_id, self.state, self.location, also)
+            conn.execute(Q.create_run, (self._run_id,))
+        first_rows = first(conn) if first is not None else None
+        row, caught_up = runstate.lock_and_catch_up(conn, self._run_id, self.state, self.location)
         if row is None or (row.seq == 0 and not (init or create)):
             raise self.missing()
         state = caught_up if caught_up is not None else RunState(row.pk, 0, None)
@@ -179,14 +197,14 @@ class PgRunHandle:
             if isinstance(status, str) and status in LIVE_RUN_STATES:
                 raise RefusedError(f"{self.location} is a LIVE checkpoint (status={status}). Resume it — do"
                                    " not re-init. Finalize it first if it is really over.")
-            conn.execute("UPDATE resumable_runs SET archived_at = now() WHERE pk = %s", (row.pk,))
-            got = conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) RETURNING pk", (self._run_id,)).fetchone()
+            conn.execute(Q.archive_run, (row.pk,))
+            got = conn.execute(Q.new_run, (self._run_id,)).fetchone()
             assert got is not None
             row = runstate.find_row(conn, self._run_id, lock=True)
             assert row is not None
             state = self.state = RunState(row.pk, 0, None)
         writer = RunWriter(conn, row, state, self._run_id, self.location)
-        writer.prefetched = extra
+        writer.first_rows = first_rows
         return writer
 
     def flush(self) -> None:
@@ -194,19 +212,30 @@ class PgRunHandle:
 
     # -- changes --------------------------------------------------------------------------------
 
+    def _number_pending(self) -> None:
+        def number(conn: Connection) -> None:
+            conn.execute(Q.lock_run, (self._run_id,))
+            conn.execute(Q.sequence_events, {"pk": None, "run": self._run_id, "min_tail": runstate.SNAPSHOT_MIN_TAIL,
+                                              "channel": runstate.CHANGED, "payload": self._run_id})
+
+        self.place.write(number, what=f"number the events of run {self._run_id}", pipeline=True)
+
     def change_token(self) -> Hashable:
         def token(conn: Connection) -> Hashable:
             row = runstate.find_row(conn, self._run_id, lock=False)
-            return None if row is None else (row.pk, row.seq)
+            if row is None:
+                return None
+            pending = conn.execute(Q.last_pending, (row.pk,)).fetchone()
+            return row.pk, row.seq, pending[0] if pending else None
 
-        return self.backend.read(token, what=f"read run {self._run_id}")
+        return self.place.read(token, what=f"read run {self._run_id}")
 
     def wait_for_change(self, token: Hashable, timeout: float) -> Hashable:
         """Block on ``LISTEN`` until a commit to this run is announced (or ``timeout``). Changes
         are reported at most every ``COALESCE`` seconds: a busy run commits hundreds of times a
         second, and a watcher redrawing on each would only burn the CPU the workers need."""
         if self._listener is None:
-            self._listener = self.backend.listener([runstate.CHANGED])
+            self._listener = self.place.listener([runstate.CHANGED])
         deadline = time.monotonic() + timeout
         while True:
             current = self.change_token()  # read after LISTEN is in place: no change slips between
@@ -223,7 +252,7 @@ class PgRunHandle:
     # -- logs and blobs -------------------------------------------------------------------------
 
     def log_dir(self) -> str:
-        return os.path.join(self.backend.local_dir(), self._run_id, "logs")
+        return os.path.join(self.place.local_dir(), self._run_id, "logs")
 
     def put_blob(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
@@ -233,10 +262,9 @@ class PgRunHandle:
             row = runstate.find_row(conn, self._run_id, lock=False)
             if row is None:
                 raise self.missing()
-            conn.execute("INSERT INTO resumable_blobs (run_pk, ref, data) VALUES (%s, %s, %s)"
-                         " ON CONFLICT DO NOTHING", (row.pk, ref, data))
+            conn.execute(Q.put_blob, (row.pk, ref, data))
 
-        self.backend.write(put, what=f"store a value of {len(data)} bytes for run {self._run_id}")
+        self.place.write(put, what=f"store a value of {len(data)} bytes for run {self._run_id}")
         return ref
 
     def get_blob(self, ref: str) -> bytes:
@@ -245,12 +273,10 @@ class PgRunHandle:
             raise InvalidInputError(f"not a blob reference: {ref[:80]!r} (expected sha256:<64 hex>)")
 
         def get(conn: Connection) -> bytes | None:
-            row = conn.execute(
-                "SELECT b.data FROM resumable_blobs b JOIN resumable_runs r ON r.pk = b.run_pk"
-                " WHERE r.id = %s AND r.archived_at IS NULL AND b.ref = %s", (self._run_id, ref)).fetchone()
+            row = conn.execute(Q.get_blob, (self._run_id, ref)).fetchone()
             return bytes(row[0]) if row is not None else None
 
-        data = self.backend.read(get, what=f"read a stored value of run {self._run_id}")
+        data = self.place.read(get, what=f"read a stored value of run {self._run_id}")
         if data is None:
             raise CorruptRunError(f"{self.location}: stored value {ref} is missing: re-run the step that"
                                   " produced it")
@@ -263,3 +289,9 @@ class PgRunHandle:
         if self._listener is not None:
             self._listener.close()
             self._listener = None
+
+
+def _unit_of(event: Mapping[str, Any]) -> str | None:
+    """The unit a ``unit`` event is about (its step row, on a submitted run)."""
+    unit = event.get("unit") if event.get("t") == "unit" else None
+    return unit if isinstance(unit, str) else None

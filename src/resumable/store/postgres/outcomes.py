@@ -1,11 +1,14 @@
-"""Outcomes: a worker records what its claim's attempt did, if the claim still holds.
+"""Outcomes: a worker records what its claims' attempts did, if the claims still hold.
 
-The claim holds while the step's epoch is still the claim's (nobody took the step back after its
-lease expired). Then the unit's event, the attempt, and what follows are written in one
-transaction: dependents one need closer to ready, a retry after its backoff, a failure that stops
-the run (make's rule) or blocks its dependents (keep-going), the run's conclusion, and, in the
-same transaction, the worker's next claims on the run. A stale claim's outcome is kept with its
+A claim holds while the step's epoch is still the claim's (nobody took the step back after its
+lease expired). The outcomes of the steps of one run that ended together are recorded in one
+transaction, with what follows from them as ``core.policy`` decides it: dependents one need closer
+to ready, a retry after its backoff, a failure that stops the run or blocks its dependents
+(keep-going), and the worker's next claims on the run. A stale claim's outcome is kept with its
 attempt only (``stale``), never applied to the run's document.
+
+Two round trips: the fenced updates and the rows they need (locked), then the rest with the
+COMMIT. Only the step rows touched are locked, and the run's row only by the last statement.
 """
 
 from __future__ import annotations
@@ -14,189 +17,224 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from resumable.core import policy, verbs
-from resumable.core.model import unit_status, units_of
-from resumable.core.policy import RetryPolicy
 from resumable.core.stamps import stamp
-from resumable.store.postgres import conclude
-from resumable.store.postgres.claims import READY, RUN_PK, Asked, Claim, mark_done, notify, take_steps
+from resumable.store.postgres import append
+from resumable.store.postgres.claims import Claim, ClaimRequest, take
+from resumable.store.postgres.queries import Q
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from resumable.store.postgres.backend import PgBackend
-    from resumable.store.postgres.handle import PgRunHandle
+    from resumable.core.policy import RetryPolicy
+    from resumable.store.postgres.db import Connection
+    from resumable.store.postgres.place import Place
 
     Item = tuple[Claim, Mapping[str, Any], RetryPolicy]
     Answer = tuple[list[policy.Settled | None], list[Claim]]  # per item: what was recorded (None: stale)
-    from resumable.store.postgres.db import Connection
-    from resumable.store.postgres.runstate import RunWriter
 
 
-def complete(backend: PgBackend, items: Sequence[Item], more: Asked | None = None) -> Answer:
-    """Record the outcomes of attempts of one run, in one transaction; (for each, whether it was
-    recorded, the claims taken with them).
+def complete(place: Place, items: Sequence[Item], more: ClaimRequest | None = None) -> Answer:
+    """Record the outcomes of attempts of one run, in one transaction; (for each, what the policy
+    made of it, None when the claim no longer held; the claims taken with them).
 
     Each item is (claim, result, retry policy). ``result``: ``status`` (done failed timeout
     interrupted), ``note``, ``attempt`` (the unit's attempt record), ``fields``, ``exit_code``,
-    ``reason``, ``log`` (bytes). What the policy made of each recorded outcome is returned (None:
-    stale). ``more``: claim up to that many ready steps of the run in the same transaction."""
+    ``reason``, ``log`` (bytes). ``more``: claim up to that many ready steps of the run in the same
+    transaction."""
     if not items:
         return [], []
-    run_id = items[0][0].run_id
-    handle = backend.handle(run_id)
-    limit = more.limit if more is not None else 0
-    if len(items) == 1 and items[0][1]["status"] == "done":
-        return _done_alone(handle, items[0], more, limit)
+    run_id, pk = items[0][0].run_id, items[0][0].run_pk
+    batches: list[append.Batch] = []
 
-    def step_rows(conn: Connection) -> Any:
-        return conn.execute(f"SELECT step, state, epoch, failures FROM resumable_steps WHERE run_pk = {RUN_PK}"
-                            " AND step = ANY(%s) ORDER BY ord FOR UPDATE", (run_id, [c.step for c, _, _ in items]))
+    def txn(conn: Connection) -> tuple[Answer, bool]:
+        batch = append.Batch(pk, run_id)
+        batches[:] = [batch]
+        return Completion(conn, batch, items, more).run()
 
-    def txn(w: RunWriter) -> Answer:
-        rows = {r[0]: r for r in w.prefetched.fetchall()}
-        recorded: list[policy.Settled | None] = []
-        for claim, result, retry in items:
-            row = rows.get(claim.step) if w.row.pk == claim.run_pk else None
-            if row is None or int(row[2]) != claim.epoch or row[1] != "running":
-                _stale(w.conn, claim, result, row[1:] if row else None)
-                recorded.append(None)
-                continue
-            recorded.append(_record(w, claim, result, retry, int(row[3])))
-        conclude.conclude(w)
+    def probe(conn: Connection) -> bool:
+        return bool(batches) and append.saved(conn, batches[0])
+
+    answer, over = place.write(txn, what=f"record {len(items)} outcome(s) of run {run_id}", probe=probe,
+                               pipeline=True)
+    append.follow_up(place, run_id, pk, over=over)
+    out: Answer = answer
+    return out
+
+
+class Completion:
+    """One transaction recording outcomes of one run's claims."""
+
+    def __init__(self, conn: Connection, batch: append.Batch, items: Sequence[Item],
+                 more: ClaimRequest | None) -> None:
+        self.conn = conn
+        self.batch = batch
+        self.items = items
+        self.more = more
+        self.pk = batch.pk
+
+    def run(self) -> tuple[Answer, bool]:
+        conn, pk = self.conn, self.pk
+        done = [(c, r) for c, r, _ in self.items if r["status"] == "done"]
+        others = [(c, r, p) for c, r, p in self.items if r["status"] != "done"]
+        done_cursor = conn.execute(Q.finish_done, {
+            "pk": pk, "steps": [c.step for c, _ in done], "epochs": [c.epoch for c, _ in done],
+            "fingerprints": [_fingerprint(r) for _, r in done]}) if done else None
+        rows_cursor = conn.execute(Q.claimed_rows, {"pk": pk, "steps": [c.step for c, _, _ in others]}) \
+            if others else None
+        run_cursor = conn.execute(Q.run_of, {"pk": pk})
+        open_cursor = conn.execute(Q.open_steps, {"pk": pk, "steps": [c.step for c, _, _ in self.items]})
+        failed_cursor = conn.execute(Q.failed_count, {"pk": pk}) if others else None
+        limit = self.more.limit if self.more is not None else 0
+        ready_cursor = conn.execute(Q.ready_steps, {"pk": pk, "run": None, "limit": limit}) if limit > 0 else None
+        # One round trip for all of the above.
+        matched: set[str] = set()
+        released: set[str] = set()
+        current: dict[str, int] = {}
+        for kind, step, epoch in (done_cursor.fetchall() if done_cursor is not None else []):
+            if kind == "epoch":
+                current[step] = int(epoch)
+            else:
+                (matched if kind == "done" else released).add(step)
+        rows = {r[0]: r for r in (rows_cursor.fetchall() if rows_cursor is not None else [])}
+        run = run_cursor.fetchone()
+        counts = open_cursor.fetchone()
+        others_open, others_running = (bool(counts[0]), bool(counts[1])) if counts else (True, True)
+        counted = failed_cursor.fetchone() if failed_cursor is not None else None
+        failed_before = int(counted[0]) if counted else 0
+        ready = ready_cursor.fetchall() if ready_cursor is not None else []
+        stopping = bool(run[3]) if run else True
+        rules = policy.JobRules.of(run[2] if run and isinstance(run[2], dict) else None)
+
+        answers: dict[int, policy.Settled | None] = {}
+        finished: list[tuple[Claim, Mapping[str, Any]]] = []
+        stale: list[tuple[Claim, Mapping[str, Any], Any]] = []
+        for claim, result in done:
+            if claim.step in matched:
+                answers[id(claim)] = policy.Settled("done")
+                finished.append((claim, result))
+            else:
+                stale.append((claim, result, (claim.step, None, current.get(claim.step))))
+        failed_now = self._settle(others, rows, stopping, answers, finished, stale)
+        for claim, result in finished:
+            self.batch.add(verbs.unit(claim.step, result["status"], note=result.get("note"),
+                                      attempt=dict(result["attempt"]), fields=dict(result.get("fields") or {})))
+        stop = stopping
+        if failed_now:
+            stop = stop or rules.stops(failed_before + len(failed_now))
+            if rules.keep_going:
+                self._block(failed_now)
+        self.batch.stop = stop and not stopping
+        self._attempts(finished, stale)
         claims: list[Claim] = []
-        if limit > 0 and any(recorded) and not w.row.stopping and w.doc.get("status") == "running":
-            ready = w.conn.execute(f"SELECT step, spec, attempt, epoch, needs FROM resumable_steps WHERE run_pk = %s"
-                                   f" AND {READY} ORDER BY ord LIMIT %s FOR UPDATE SKIP LOCKED",
-                                   (w.row.pk, limit)).fetchall()
-            claims = _follow(w, more, run_id, ready)
-        notify(w.conn, run_id)
-        w.save()
-        return recorded, claims
+        if self.more is not None and not stop and run is not None and run[1] == "running":
+            # A retry due at once is ready again: in the job's order among the ready steps, as the
+            # local runner starts it.
+            again = [(rows[c.step][8], _claimable(rows[c.step])) for c, _, _ in others
+                     if _due_now(answers.get(id(c)))]
+            candidates = sorted([(r[9], tuple(r[1:9])) for r in ready] + again, key=lambda pair: pair[0])
+            claims = take(conn, self.batch, self.more, self.batch.run_id,
+                          [row for _, row in candidates[:self.more.limit]])
+        taken = {c.step for c in claims}
+        if released - taken or any(a is not None and a.state == "pending" for a in answers.values()):
+            self.batch.notify_work = True  # steps claimable by others: wake an idle worker
+        settled = [answers.get(id(c)) for c, _, _ in self.items]
+        self.batch.send(conn)
+        # Nothing of the run open once this commits: every other step finished, and these close
+        # (a concurrent last completion may see this one open: then an idle claim concludes it).
+        closing = all(a is not None and a.state != "pending" for a in answers.values()) and not claims
+        live = run is not None and run[1] == "running"
+        over = closing and live and (not others_open or (stop and not others_running))
+        return (settled, claims), over
 
-    out: Answer = handle.write(txn, also=step_rows,
-                                                       what=f"record {len(items)} outcome(s) of run {run_id}")
-    return out
+    def _settle(self, others: Sequence[Item], rows: Mapping[str, Any], stopping: bool,
+                answers: dict[int, policy.Settled | None], finished: list[tuple[Claim, Mapping[str, Any]]],
+                stale: list[tuple[Claim, Mapping[str, Any], Any]]) -> list[str]:
+        """Outcomes other than done, as the policy settles them; returns the steps failed for good."""
+        updates: list[tuple[str, str, int, float | None]] = []
+        failed_now = []
+        for claim, result, retry in others:
+            row = rows.get(claim.step)
+            if row is None or int(row[2]) != claim.epoch or row[1] != "running":
+                stale.append((claim, result, row))
+                continue
+            status = result["status"]
+            failures = int(row[3]) + (status != "interrupted")
+            # The backoff is counted in the server's clock (now() + delay): ``now`` is 0 here.
+            settled = policy.settle(status, failures=failures, retry=retry, stopping=stopping, now=0.0,
+                                    rand=random.random)
+            answers[id(claim)] = settled
+            finished.append((claim, result))
+            updates.append((claim.step, settled.state, failures, settled.retry_in))
+            if settled.failed_for_good:
+                failed_now.append(claim.step)
+        if updates:
+            self.conn.execute(Q.settle_steps, {
+                "pk": self.pk, "steps": [u[0] for u in updates], "states": [u[1] for u in updates],
+                "failures": [u[2] for u in updates], "delays": [u[3] for u in updates]})
+        return failed_now
+
+    def _block(self, failed: list[str]) -> None:
+        """keep-going: the steps downstream of the failures are dep_blocked (their rows locked)."""
+        rows = self.conn.execute(Q.downstream, {"pk": self.pk, "steps": failed}).fetchall()
+        needs = {r[0]: list(r[1]) for r in rows}
+        states = {r[0]: r[2] for r in rows}
+        dependents = policy.dependents_of(needs)
+        roots: dict[str, str] = {}
+        blocked: list[str] = []
+        for step in failed:
+            got = policy.block_dependents(step, dependents=dependents, needs=needs, states=states, roots=roots)
+            for sid, root in got.steps.items():
+                states[sid] = "dep_blocked"
+                roots[sid] = root
+                blocked.append(sid)
+            self.batch.add(*got.events)
+        if blocked:
+            none = [None] * len(blocked)
+            self.conn.execute(Q.settle_steps, {"pk": self.pk, "steps": blocked, "failures": none, "delays": none,
+                                               "states": ["dep_blocked"] * len(blocked)})
+
+    def _attempts(self, finished: Sequence[tuple[Claim, Mapping[str, Any]]],
+                  stale: Sequence[tuple[Claim, Mapping[str, Any], Any]]) -> None:
+        """Every attempt kept: the recorded ones finished, the stale ones with what they said."""
+        if finished:
+            self.conn.execute(Q.finish_attempts, {
+                "pk": self.pk, "steps": [c.step for c, _ in finished], "ns": [c.n for c, _ in finished],
+                "statuses": [r["status"] for _, r in finished], "exit_codes": [r.get("exit_code") for _, r in finished],
+                "reasons": [r.get("reason") for _, r in finished], "logs": [r.get("log") for _, r in finished]})
+        if stale:
+            from psycopg.types.json import Jsonb
+
+            self.conn.execute(Q.stale_attempts, {
+                "pk": self.pk, "steps": [c.step for c, _, _ in stale], "ns": [c.n for c, _, _ in stale],
+                "stales": [Jsonb({"status": r["status"], "exitCode": r.get("exit_code"), "at": stamp(ms=True),
+                                  "epoch": c.epoch, "currentEpoch": _epoch(row)}) for c, r, row in stale],
+                "logs": [r.get("log") for _, r, _ in stale]})
 
 
-def _done_alone(handle: PgRunHandle, item: Item, more: Asked | None, limit: int) -> Answer:
-    """One step done, in two round trips: the fenced update of the step (it matches only while the
-    claim's epoch is current) and the next ready steps travel with the run's lock."""
-    claim, result, retry = item
-
-    def done_first(conn: Connection) -> tuple[Any, Any]:
-        matched = conn.execute(
-            "WITH d AS (UPDATE resumable_steps SET state = 'done', worker = NULL, lease_expires = NULL,"
-            " not_before = NULL, epoch = epoch + 1 WHERE run_pk = %(pk)s AND step = %(step)s"
-            " AND epoch = %(epoch)s AND state = 'running' RETURNING step),"
-            " r AS (UPDATE resumable_steps SET remaining = remaining - 1 WHERE run_pk = %(pk)s"
-            " AND needs @> ARRAY[%(step)s]::text[] AND EXISTS (SELECT 1 FROM d))"
-            " SELECT count(*) FROM d", {"pk": claim.run_pk, "step": claim.step, "epoch": claim.epoch})
-        ready = conn.execute(f"SELECT step, spec, attempt, epoch, needs FROM resumable_steps WHERE run_pk = %s"
-                             f" AND {READY} ORDER BY ord LIMIT %s FOR UPDATE SKIP LOCKED",
-                             (claim.run_pk, limit)) if limit > 0 else None
-        return matched, ready
-
-    def txn(w: RunWriter) -> Answer:
-        matched, ready = w.prefetched
-        got = matched.fetchone()
-        rows = ready.fetchall() if ready is not None else []
-        if not got or got[0] != 1 or w.row.pk != claim.run_pk:
-            row = w.conn.execute("SELECT state, epoch FROM resumable_steps WHERE run_pk = %s AND step = %s",
-                                 (w.row.pk, claim.step)).fetchone()
-            _stale(w.conn, claim, result, row)
-            return [None], []
-        w.open_delta -= 1
-        settled = _record(w, claim, result, retry, 0, marked=True)
-        conclude.conclude(w)
-        claims = _follow(w, more, claim.run_id, rows)
-        notify(w.conn, claim.run_id)
-        w.save()
-        return [settled], claims
-
-    out: Answer = handle.write(txn, also=done_first,
-                                                       what=f"record step {claim.step} of run {claim.run_id}")
-    return out
+def _epoch(row: Sequence[Any] | None) -> int | None:
+    return int(row[2]) if row is not None and row[2] is not None else None
 
 
-def _follow(w: RunWriter, more: Asked | None, run_id: str, rows: Any) -> list[Claim]:
-    """The worker's next claims, taken in its outcome's transaction (when the run goes on)."""
-    if more is None or not rows or w.row.stopping or w.doc.get("status") != "running":
-        return []
-    return take_steps(w, more, run_id, rows)
+def _due_now(settled: policy.Settled | None) -> bool:
+    """A retry without a backoff: ready again at once."""
+    return settled is not None and settled.due is not None and (settled.retry_in or 0.0) <= 0.0
 
 
-def _stale(conn: Connection, claim: Claim, result: Mapping[str, Any], row: Any) -> None:
+def _claimable(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A ``claimed_rows`` row as ``take`` wants it (``ready_steps``' columns but the first and last)."""
+    step, _, epoch, _, spec, attempt, needs, fingerprint, _, upstream, reran = row
+    return step, spec, attempt, epoch, needs, fingerprint, upstream, reran
+
+
+def _fingerprint(result: Mapping[str, Any]) -> Any:
+    """What a later claim needs of the unit: its fingerprint, where it was taken, its artifacts."""
     from psycopg.types.json import Jsonb
 
-    stale = {"status": result["status"], "exitCode": result.get("exit_code"), "at": stamp(ms=True),
-             "epoch": claim.epoch, "currentEpoch": int(row[1]) if row else None}
-    conn.execute("UPDATE resumable_attempts SET stale = %s, log = coalesce(%s, log) WHERE run_pk = %s"
-                 " AND step = %s AND n = %s", (Jsonb(stale), result.get("log"), claim.run_pk, claim.step, claim.n))
+    fields = result.get("fields") or {}
+    return Jsonb({k: fields[k] for k in ("fingerprint", "fingerprintHost", "artifacts") if k in fields})
 
 
-def _record(w: RunWriter, claim: Claim, result: Mapping[str, Any], retry: RetryPolicy,
-            failures: int, *, marked: bool = False) -> policy.Settled:
-    """The outcome's event and rows (``marked``: the step row is already done); what the policy
-    made of it."""
-    conn, pk = w.conn, w.row.pk
-    status = result["status"]
-    done_elsewhere = unit_status(units_of(w.doc).get(claim.step)) == "done"
-    if not (done_elsewhere and status != "done"):
-        w.apply([verbs.unit(claim.step, status, note=result.get("note"), attempt=dict(result["attempt"]),
-                            fields=dict(result.get("fields") or {}))])
-    conn.execute("UPDATE resumable_attempts SET status = %s, exit_code = %s, reason = %s,"
-                 " finished_at = clock_timestamp(), log = %s WHERE run_pk = %s AND step = %s AND n = %s",
-                 (status, result.get("exit_code"), result.get("reason"), result.get("log"), pk, claim.step, claim.n))
-    if done_elsewhere:
-        status = "done"
-    if status != "interrupted" and status != "done":
-        failures += 1
-    # The backoff is counted in the server's clock (now() + delay): ``now`` = 0 here.
-    settled = policy.settle(status, failures=failures, retry=retry, stopping=w.row.stopping, now=0.0,
-                            rand=random.random)
-    if marked:
-        pass
-    elif settled.state == "done":
-        mark_done(w, claim.step)
-    elif settled.state == "pending":
-        conn.execute("UPDATE resumable_steps SET state = 'pending', worker = NULL, lease_expires = NULL,"
-                     " failures = %s, not_before = now() + make_interval(secs => %s)"
-                     " WHERE run_pk = %s AND step = %s", (failures, settled.retry_in or 0.0, pk, claim.step))
-    else:
-        conn.execute("UPDATE resumable_steps SET state = %s, worker = NULL, lease_expires = NULL,"
-                     " failures = %s WHERE run_pk = %s AND step = %s", (settled.state, failures, pk, claim.step))
-        w.open_delta -= 1
-        failed_for_good(w, claim.step)
-    return settled
-
-
-def failed_for_good(w: RunWriter, step: str) -> None:
-    """What the policy says a step that failed for good does to the run: dependents dep_blocked
-    (keep-going), or the run stopping."""
-    conn, pk = w.conn, w.row.pk
-    rules = policy.JobRules.of(w.row.job if isinstance(w.row.job, dict) else None)
-    rows = conn.execute("SELECT step, needs, state FROM resumable_steps WHERE run_pk = %s ORDER BY ord",
-                        (pk,)).fetchall()
-    states = {r[0]: r[2] for r in rows}
-    failed = sum(1 for sid, st in states.items() if st in policy.FAILED_STATES and sid != step)
-    if rules.keep_going:
-        needs = {r[0]: list(r[1]) for r in rows}
-        blocked = policy.block_dependents(step, dependents=policy.dependents_of(needs), needs=needs, states=states)
-        if blocked.steps:
-            w.apply(blocked.events)
-            conn.execute("UPDATE resumable_steps SET state = 'dep_blocked' WHERE run_pk = %s AND step = ANY(%s)",
-                         (pk, list(blocked.steps)))
-            w.open_delta -= len(blocked.steps)
-    if rules.stops(failed + 1):
-        stop(w)
-
-
-def stop(w: RunWriter) -> None:
-    w.conn.execute("UPDATE resumable_runs SET stopping = true WHERE pk = %s", (w.row.pk,))
-    w.row.stopping = True
-
-
-def release(backend: PgBackend, claim: Claim, reason: str, *, attempt: Mapping[str, Any] | None = None,
+def release(place: Place, claim: Claim, reason: str, *, attempt: Mapping[str, Any] | None = None,
             exit_code: int | None = None, log: bytes | None = None) -> bool:
     """Hand a claim back without an outcome (a stopping worker): the attempt ends ``interrupted``
     and the step is at once claimable by another worker."""
@@ -204,4 +242,4 @@ def release(backend: PgBackend, claim: Claim, reason: str, *, attempt: Mapping[s
     record.setdefault("reason", reason)
     result = {"status": "interrupted", "note": reason, "attempt": record, "exit_code": exit_code,
               "reason": reason, "log": log, "fields": {}}
-    return complete(backend, [(claim, result, policy.RetryPolicy())])[0][0] is not None
+    return complete(place, [(claim, result, policy.RetryPolicy())])[0][0] is not None

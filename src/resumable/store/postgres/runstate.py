@@ -5,10 +5,13 @@ plus the events after it, replayed with ``core.events.apply``, so both stores bu
 the same way. A process keeps the document between writes (``RunState``) and only reads the events
 other processes appended since, so a write costs the same at 10 or 100,000 units.
 
-Every write holds the run's row lock (``SELECT ... FOR UPDATE`` on its ``resumable_runs`` row)
-from reading the latest sequence number to committing its events: writers on any number of hosts
-queue on the lock and each applies its events to the latest document, so the checkpoint rules of
-``apply`` (no demotion of done, finalize refusals) see every earlier write. A row lock rather than
+A write through a handle (``init``, ``unit``, ``submit``, a run's conclusion: not the workers'
+claims and completions, see ``append``) holds the run's row lock (``SELECT ... FOR NO KEY UPDATE`` on its
+``resumable_runs`` row) from reading the latest sequence number to committing its events: such
+writers queue on the lock and each applies its events to the latest document, so the checkpoint
+rules of ``apply`` (no demotion of done, finalize refusals) see every earlier write. The workers'
+writes touch units only through their step rows, which such a write locks first when its events
+touch them (``handle``). A row lock rather than
 serializable transactions because every write of a run touches the same row: under serializable
 isolation concurrent writers of one run would nearly all fail and retry (16 writers: most of each
 round's work thrown away), while the lock queues them and each does its work once.
@@ -18,16 +21,18 @@ from __future__ import annotations
 
 import secrets
 import zlib
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from resumable.core import jsonio
 from resumable.core.events import apply, is_event
 from resumable.core.model import refuse_newer, shape_problem
-from resumable.core.stamps import stamp
+from resumable.core.stamps import parse_stamp, stamp
 from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
+from resumable.store.postgres.queries import Q
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Iterator, Sequence
 
     from resumable.core.types import Event
     from resumable.store.postgres.db import Connection
@@ -52,14 +57,12 @@ class RunState:
 
 
 class RunRow:
-    __slots__ = ("job", "open_steps", "pk", "seq", "snap_bytes", "status", "stopping", "tail_bytes")
+    __slots__ = ("job", "pk", "seq", "snap_bytes", "status", "stopping", "tail_bytes")
 
     def __init__(self, row: Sequence[Any]) -> None:
-        (self.pk, self.seq, self.status, self.job, self.stopping, self.snap_bytes, self.tail_bytes,
-         self.open_steps) = row
+        self.pk, self.seq, self.status, self.job, self.stopping, self.snap_bytes, self.tail_bytes = row
 
 
-_ROW = "SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes, open_steps FROM resumable_runs"
 
 
 def encode_event(event: Event) -> str:
@@ -94,14 +97,12 @@ def record_line(seq: int, body: str) -> str:
 
 
 def find_row(conn: Connection, run_id: str, *, lock: bool) -> RunRow | None:
-    query = _ROW + " WHERE id = %s AND archived_at IS NULL" + (" FOR UPDATE" if lock else "")
-    row = conn.execute(query, (run_id,)).fetchone()
+    row = conn.execute(Q.find_run_locked if lock else Q.find_run, (run_id,)).fetchone()
     return RunRow(row) if row is not None else None
 
 
 def _replay(conn: Connection, state: RunState, where: str) -> None:
-    rows = conn.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
-                        (state.pk, state.seq))
+    rows = conn.execute(Q.events_after, (state.pk, state.seq))
     doc = state.doc
     for seq, body in rows:
         if seq != state.seq + 1:
@@ -113,7 +114,7 @@ def _replay(conn: Connection, state: RunState, where: str) -> None:
 
 def load(conn: Connection, pk: int, where: str) -> RunState:
     """The run's document from its latest snapshot and the events after it."""
-    snap = conn.execute("SELECT seq, doc FROM resumable_snapshots WHERE run_pk = %s", (pk,)).fetchone()
+    snap = conn.execute(Q.snapshot_of, (pk,)).fetchone()
     state = RunState(pk, 0, None)
     if snap is not None:
         try:
@@ -125,6 +126,18 @@ def load(conn: Connection, pk: int, where: str) -> RunState:
     return state
 
 
+def with_pending(conn: Connection, state: RunState, where: str) -> dict[str, Any] | None:
+    """The document with the committed events not numbered yet applied after the numbered ones
+    (a copy: the cached state stays at its last numbered event)."""
+    pending = conn.execute(Q.pending_events, {"pk": state.pk}).fetchall()
+    if not pending:
+        return state.doc
+    doc = jsonio.loads(jsonio.dumps(state.doc)) if state.doc is not None else None
+    for event_id, body in pending:
+        doc, _ = apply(doc, decode_event(body, int(event_id), f"{where} (pending)"))
+    return doc
+
+
 def current(conn: Connection, row: RunRow, state: RunState | None, where: str) -> RunState:
     """``state`` brought up to ``row`` (catching up on the events since), or loaded afresh."""
     if state is None or state.pk != row.pk or state.seq > row.seq:
@@ -134,27 +147,27 @@ def current(conn: Connection, row: RunRow, state: RunState | None, where: str) -
     return state
 
 
-def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None, where: str,
-                      also: Callable[[Connection], Any] | None = None
-                      ) -> tuple[RunRow | None, RunState | None, Any]:
+def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None, where: str
+                      ) -> tuple[RunRow | None, RunState | None]:
     """The run's row, locked, and the document caught up to it. The events after the cached
-    sequence number, and ``also``'s statements (step rows the caller will need), are asked for in
-    the same round trip as the lock: in pipeline mode the statements travel together, and each
-    runs after the one before it, so after the lock is held. Returns (row, state, ``also``'s result)."""
-    rows = conn.execute(_ROW + " WHERE id = %s AND archived_at IS NULL FOR UPDATE", (run_id,))
+    sequence number are asked for in the same round trip as the lock: in pipeline mode the
+    statements travel together, and each runs after the one before it, so after the lock is held."""
+    conn.execute(Q.lock_run, (run_id,))
+    # The workers' pending events first get their numbers (``append``), so this writer's follow them.
+    conn.execute(Q.sequence_events, {"pk": None, "run": run_id, "min_tail": SNAPSHOT_MIN_TAIL, "channel": CHANGED,
+                                      "payload": run_id})
+    rows = conn.execute(Q.find_run, (run_id,))
     tail = None
     if state is not None:
-        tail = conn.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
-                            (state.pk, state.seq))
-    extra = also(conn) if also is not None else None
+        tail = conn.execute(Q.events_after, (state.pk, state.seq))
     got = rows.fetchone()
     if got is None:
-        return None, None, extra
+        return None, None
     row = RunRow(got)
     if row.seq == 0:
-        return row, None, extra
+        return row, None
     if tail is None or state is None or state.pk != row.pk or state.seq > row.seq:
-        return row, load(conn, row.pk, where), extra
+        return row, load(conn, row.pk, where)
     doc = state.doc
     for seq, body in tail.fetchall():
         if seq != state.seq + 1:
@@ -162,7 +175,7 @@ def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None, whe
         doc, _ = apply(doc, decode_event(body, seq, where))
         state.seq = seq
         state.doc = doc
-    return row, state, extra
+    return row, state
 
 
 class RunWriter:
@@ -179,8 +192,7 @@ class RunWriter:
         self.bodies: list[str] = []
         self.applied = False  # the cached document changed: forget it if the transaction fails
         self.force_snapshot = False
-        self.open_delta = 0  # steps that left (or entered) pending/running in this transaction
-        self.prefetched: Any = None  # what ``also`` asked for with the lock
+        self.first_rows: Any = None  # what the writer's ``first`` statements asked for, before the lock
 
     @property
     def doc(self) -> dict[str, Any]:
@@ -212,43 +224,27 @@ class RunWriter:
         """Store the staged events and move the run's row on, in one statement (inside the
         caller's transaction; in pipeline mode it travels with the COMMIT)."""
         if not self.bodies:
-            if self.open_delta:
-                self.conn.execute("UPDATE resumable_runs SET open_steps = open_steps + %s WHERE pk = %s",
-                                  (self.open_delta, self.row.pk))
-                self.row.open_steps += self.open_delta
-                self.open_delta = 0
             return
         first = self.row.seq + 1
         seq = self.row.seq + len(self.bodies)
         size = sum(len(b) for b in self.bodies)
         doc = self.state.doc or {}
         status = doc.get("status")
-        updated = doc.get("updatedAt")
+        updated = parse_stamp(doc.get("updatedAt"))
         tail = self.row.tail_bytes + size
         snapshot = self.force_snapshot or tail >= max(self.row.snap_bytes, SNAPSHOT_MIN_TAIL)
         params: dict[str, Any] = {
             "pk": self.row.pk, "first": first, "tx": self.tx, "bodies": self.bodies, "seq": seq,
             "status": status if isinstance(status, str) else None,
-            "updated": updated if isinstance(updated, str) else None, "tail": 0 if snapshot else tail,
-            "channel": CHANGED, "run": self.run_id, "delta": self.open_delta,
+            "updated": datetime.fromtimestamp(updated, UTC) if updated is not None else None,
+            "tail": 0 if snapshot else tail,
+            "channel": CHANGED, "run": self.run_id,
         }
-        snap = ""
         if snapshot:
             params["doc"] = jsonio.dumps(doc).decode("utf-8")
             params["snap_bytes"] = len(params["doc"])
-            snap = (", snap AS (INSERT INTO resumable_snapshots (run_pk, seq, doc) VALUES (%(pk)s, %(seq)s, %(doc)s)"
-                    " ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc)")
-        self.conn.execute(
-            "WITH ev AS (INSERT INTO resumable_events (run_pk, seq, tx, body)"
-            " SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body"
-            " FROM unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i))" + snap +
-            ", run AS (UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s,"
-            " changed_at = now(), tail_bytes = %(tail)s, open_steps = open_steps + %(delta)s"
-            + (", snap_seq = %(seq)s, snap_bytes = %(snap_bytes)s" if snapshot else "") +
-            " WHERE pk = %(pk)s) SELECT pg_notify(%(channel)s, %(run)s)", params)
+        self.conn.execute(Q.save_events_and_snapshot if snapshot else Q.save_events, params)
         self.row.seq = seq
-        self.row.open_steps += self.open_delta
-        self.open_delta = 0
         self.row.tail_bytes = params["tail"]
         if snapshot:
             self.row.snap_bytes = params["snap_bytes"]
@@ -257,8 +253,7 @@ class RunWriter:
 
     def saved(self, conn: Connection) -> bool:
         """Whether this writer's events are in the database (after a commit whose answer was lost)."""
-        row = conn.execute("SELECT 1 FROM resumable_events WHERE run_pk = %s AND seq = %s AND tx = %s",
-                           (self.row.pk, self.first_seq, self.tx)).fetchone()
+        row = conn.execute(Q.saved, {"pk": self.row.pk, "tx": self.tx}).fetchone()
         return row is not None
 
 
@@ -266,8 +261,7 @@ def iter_history(conn: Connection, pk: int, since: int, where: str) -> Iterator[
     """(seq, body) of every event after ``since``, streamed (a long history is not held at once)."""
     with conn.cursor(name=f"resumable_history_{secrets.token_hex(4)}") as cur:
         cur.itersize = 2000
-        cur.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
-                    (pk, since))
+        cur.execute(Q.events_after, (pk, since))
         expect = since + 1
         for seq, body in cur:
             if seq != expect:

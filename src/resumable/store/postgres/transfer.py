@@ -11,28 +11,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from resumable.store.postgres import runstate
+from resumable.store.postgres.queries import Q
 from resumable.store.postgres.runstate import RunState, RunWriter
 from resumable.store.transfer import already_there
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from resumable.store.postgres.backend import PgBackend
     from resumable.store.postgres.db import Connection
+    from resumable.store.postgres.place import Place
     from resumable.store.values import Event
 
 
-def import_run(backend: PgBackend, run_id: str, batches: Sequence[Sequence[Event]],
+def import_run(place: Place, run_id: str, batches: Sequence[Sequence[Event]],
                blobs: Mapping[str, bytes]) -> dict[str, Any]:
-    where = f"{backend.root}#{run_id}"
+    where = f"{place.root}#{run_id}"
     holder: list[RunWriter] = []
 
     def txn(conn: Connection) -> dict[str, Any]:
-        conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) ON CONFLICT (id) WHERE archived_at IS NULL"
-                     " DO NOTHING", (run_id,))
+        conn.execute(Q.create_run, (run_id,))
         row = runstate.find_row(conn, run_id, lock=True)
         if row is None or row.seq > 0:
-            raise already_there(run_id, backend.root)
+            raise already_there(run_id, place.root)
         writer = RunWriter(conn, row, RunState(row.pk, 0, None), run_id, where)
         holder[:] = [writer]
         for events in batches:
@@ -40,8 +40,7 @@ def import_run(backend: PgBackend, run_id: str, batches: Sequence[Sequence[Event
         writer.force_snapshot = True  # an import is read next: its document stored whole, not replayed
         if blobs:
             with conn.cursor() as cur:
-                cur.executemany("INSERT INTO resumable_blobs (run_pk, ref, data) VALUES (%s, %s, %s)"
-                                " ON CONFLICT DO NOTHING", [(row.pk, ref, data) for ref, data in blobs.items()])
+                cur.executemany(Q.put_blob, [(row.pk, ref, data) for ref, data in blobs.items()])
         doc = writer.doc
         writer.save()
         return doc
@@ -49,5 +48,5 @@ def import_run(backend: PgBackend, run_id: str, batches: Sequence[Sequence[Event
     def probe(conn: Connection) -> bool:
         return bool(holder) and holder[0].saved(conn)
 
-    out: dict[str, Any] = backend.write(txn, what=f"import run {run_id}", probe=probe, pipeline=True, migrate=True)
+    out: dict[str, Any] = place.write(txn, what=f"import run {run_id}", probe=probe, pipeline=True, migrate=True)
     return out

@@ -1,0 +1,169 @@
+"""The runner's own CPU per step, and re-runs that do not grow with the job (issue 25; run by
+``benchmarks.runner``).
+
+    python -m benchmarks.runner_cpu [--sizes 1000,10000,100000] [--repeat 3] [--large-repeat 1]
+                                    [--dir DIR] [--allow-tmpfs]
+
+Every step is ``touch out/s<i>``, two at a time. The runner's cost per step is CPU time, which holds
+steady on a busy machine where wall time does not: ``getrusage(RUSAGE_CHILDREN)`` over a whole
+``resumable run -j 2`` (the runner and every step it started and reaped), minus the same over
+``xargs -P 2`` running the same commands (the steps' own processes), divided by the steps. Each
+figure is the median of ``--repeat`` runs (``--large-repeat`` at 100,000 steps and more), all in
+this one run, printed with the machine's load average.
+
+Checks (issue 25):
+  - the runner's CPU per step at 10,000 steps <= 0.5 ms;
+  - its CPU per step at the largest size <= 1.2 x at the smallest;
+  - at 100,000 steps: a re-run with nothing to do <= 1.0 s, --dry-run <= 1.0 s (wall, the whole
+    command; their CPU is printed beside).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks._common import parser, scratch
+
+_SCRIPT = Path(sys.executable).parent / "resumable"
+RESUMABLE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "resumable"]
+CPU_PER_STEP_MS = 0.5
+GROWTH = 1.2
+NOTHING_TO_DO_S = 1.0
+
+
+def write_job(work: Path, n: int) -> None:
+    steps = "".join(f'[steps.s{i}]\nrun = ["touch", "out/s{i}"]\n' for i in range(n))
+    (work / "resumable.toml").write_text('[job]\nname = "cpu"\n' + steps)
+    (work / "files").write_text("".join(f"out/s{i}\n" for i in range(n)))
+
+
+def measured(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
+             stdin: Path | None = None) -> tuple[float, float]:
+    """(CPU seconds of the command and every process it waited for, wall seconds); it must succeed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    with open(stdin or os.devnull, "rb") as inp:
+        p = subprocess.run(argv, cwd=cwd, env=env, stdin=inp, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit(f"benchmark: {' '.join(argv[:4])} failed ({p.returncode}): {p.stderr.decode()[-500:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+
+
+class Figures:
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.xargs = self.first = (0.0, 0.0)
+        self.again: tuple[float, float] | None = None
+        self.dry: tuple[float, float] | None = None
+
+    @property
+    def overhead_ms(self) -> float:
+        """The runner's CPU per step beyond its steps' own processes."""
+        return (self.first[0] - self.xargs[0]) / self.n * 1000
+
+
+def _median(samples: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def measure(work: Path, n: int, repeat: int) -> Figures:
+    write_job(work, n)
+    out = work / "out"
+    fig = Figures(n)
+    xargs, first = [], []
+    for i in range(repeat):
+        # A fresh runs directory per round, the old ones kept until the end: deleting thousands of
+        # files just before makes the file system's next creations slower (ext4 skips inodes freed
+        # in the last seconds), which would charge the runner for the benchmark's own cleanup.
+        env = dict(os.environ, RESUMABLE_DIR=str(work / f"runs{i}"))
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        xargs.append(measured(["xargs", "-P", "2", "-n", "1", "touch"], work, stdin=work / "files"))
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        first.append(measured([*RESUMABLE, "run", "-j", "2", "--quiet"], work, env))
+    fig.xargs, fig.first = _median(xargs), _median(first)
+    if n >= 100_000:
+        env = dict(os.environ, RESUMABLE_DIR=str(work / "runs0"))
+        cmd = [*RESUMABLE, "run", "-j", "2", "--quiet"]
+        measured(cmd, work, env)  # the first re-run keeps the parsed job file: not a figure
+        fig.again = _median([measured(cmd, work, env) for _ in range(3)])
+        fig.dry = _median([measured([*cmd, "--dry-run"], work, env) for _ in range(3)])
+    for i in range(repeat):
+        shutil.rmtree(work / f"runs{i}", ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    return fig
+
+
+def report(figs: list[Figures]) -> list[tuple[str, bool]]:
+    print()
+    for f in figs:
+        line = (f"{f.n:>7,} steps: runner CPU {f.overhead_ms:.3f} ms/step beyond its steps (resumable run"
+                f" {f.first[0]:.2f} s CPU / {f.first[1]:.2f} s wall, xargs -P 2 {f.xargs[0]:.2f} s CPU /"
+                f" {f.xargs[1]:.2f} s wall)")
+        if f.again is not None and f.dry is not None:
+            line += (f"; nothing to do {f.again[1]:.3f} s wall ({f.again[0]:.3f} s CPU), --dry-run"
+                     f" {f.dry[1]:.3f} s wall ({f.dry[0]:.3f} s CPU)")
+        print(line)
+    checks: list[tuple[str, bool]] = []
+    by_n = {f.n: f for f in figs}
+    if 10_000 in by_n:
+        ms = by_n[10_000].overhead_ms
+        checks.append((f"runner CPU per step at 10,000 steps <= {CPU_PER_STEP_MS} ms: {ms:.3f} ms",
+                       ms <= CPU_PER_STEP_MS))
+    small, large = figs[0], figs[-1]
+    if large.n > small.n:
+        growth = large.overhead_ms / small.overhead_ms if small.overhead_ms > 0 else float("inf")
+        checks.append((f"runner CPU per step at {large.n:,} <= {GROWTH} x at {small.n:,}: {growth:.2f} x",
+                       growth <= GROWTH))
+    for f in figs:
+        if f.again is not None and f.dry is not None:
+            checks.append((f"nothing to do, {f.n:,} steps <= {NOTHING_TO_DO_S} s: {f.again[1]:.3f} s",
+                           f.again[1] <= NOTHING_TO_DO_S))
+            checks.append((f"--dry-run, {f.n:,} steps <= {NOTHING_TO_DO_S} s: {f.dry[1]:.3f} s",
+                           f.dry[1] <= NOTHING_TO_DO_S))
+    print()
+    for text, ok in checks:
+        print(f"  {'PASS' if ok else 'FAIL'}  {text}")
+    return checks
+
+
+def run(base: str, allow_tmpfs: bool, sizes: list[int], repeat: int, large_repeat: int) -> list[tuple[str, bool]]:
+    figs = []
+    with scratch(base, allow_tmpfs) as (work, _fs):
+        print(f"cpus {os.cpu_count()}; load average {os.getloadavg()[0]:.2f}; steps `touch out/s<i>`,"
+              " two at a time; CPU time of the runner and its steps, minus xargs -P 2's", flush=True)
+        for n in sorted(sizes):
+            t0 = time.perf_counter()
+            figs.append(measure(work, n, large_repeat if n >= 100_000 else repeat))
+            print(f"  measured {n:,} steps in {time.perf_counter() - t0:.0f} s (load average"
+                  f" {os.getloadavg()[0]:.2f})", flush=True)
+    return report(figs)
+
+
+def main() -> int:
+    ap = parser(__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--large-repeat", type=int, default=1)
+    args = ap.parse_args()
+    if not shutil.which("xargs"):
+        print("benchmark: needs xargs on PATH", file=sys.stderr)
+        return 2
+    checks = run(args.dir, args.allow_tmpfs, [int(x) for x in args.sizes.split(",")], args.repeat,
+                 args.large_repeat)
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+"""The scheduler's loop, one method per phase of a pass: interrupts, reap, drain, retries due,
+start. Its state (which steps wait, run, drain or back off) lives here; what each phase does to the
+run (records, reports, processes) is the scheduler's (``runner.scheduler``).
+
+A pass costs O(running + transitions), never O(steps): a step enters the ready heap when its last
+need finishes, a retry when its backoff is due.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from resumable.core import policy
+from resumable.core.policy import RetryPolicy
+from resumable.runner.attempt import Attempt, Draining, Outcome, next_attempt_number
+
+if TYPE_CHECKING:
+    from resumable.runner.scheduler import Scheduler
+
+
+class Loop:
+    def __init__(self, sched: Scheduler, jobs: int) -> None:
+        self.s = sched
+        self.jobs = jobs
+        self.state: dict[str, str] = {}
+        for step in sched.job.steps:
+            self.state[step.id] = "waiting" if sched.decisions[step.id].run else "skipped"
+        sched.out.states = self.state
+        # Needs not yet satisfied, per waiting step, and who waits on whom: a finished step
+        # releases its dependents in O(dependents).
+        self.unmet: dict[str, int] = {}
+        self.ready: list[tuple[int, str]] = []  # a heap in job order: declaration order among ready steps
+        sched.dependents = {}
+        for step in sched.job.steps:
+            if self.state[step.id] != "waiting":
+                continue
+            n = 0
+            for d in set(step.needs):
+                sched.dependents.setdefault(d, []).append(step.id)
+                if self.state.get(d) not in ("done", "skipped"):
+                    n += 1
+            if n:
+                self.unmet[step.id] = n
+            else:
+                self.ready.append((sched.order[step.id], step.id))
+        heapq.heapify(self.ready)
+        sched.blocked_root = {}
+        self.next_n: dict[str, int] = {}  # attempt numbers, kept only for steps that will try again
+        self.tries: dict[str, int] = {}
+        self.backoff: list[tuple[float, int, str]] = []  # (due, order, id): retries waiting out a delay
+        self.running: dict[str, Attempt] = {}
+        self.draining: list[Draining] = []
+        self.stopping = False
+        self.handled = 0  # interrupts acted on
+
+    def run(self) -> Outcome:
+        s = self.s
+        while True:
+            s.collect()  # durable batches: report them, start their steps
+            now = s.clock()
+            self.interrupts(now)
+            self.reap(now)
+            self.drain(now)
+            if not self.stopping:
+                self.retries_due(now)
+                self.start()
+            # One durable batch for the whole pass (or, while one is in flight, for everything
+            # since), then act on it.
+            s.commit()
+            if self.over():
+                break
+            s.reporter.tick()
+            if s.groups is not None:
+                s.groups.sync()
+            s.wait(self.running, self.draining, self.backoff, s.clock())
+        for sid, st in self.state.items():
+            if st in ("waiting", "backoff"):
+                self.state[sid] = "pending"
+        return s.out
+
+    def over(self) -> bool:
+        """Nothing runs, nothing drains, nothing is left to make durable, and no retry is due:
+        either all is finished or nothing else can start (stopped, or waiting steps need something
+        not done)."""
+        return not self.running and not self.draining and not self.s.in_flight() and (
+            self.stopping or (not self.backoff and not self.ready))
+
+    # -- the phases ---------------------------------------------------------------------------
+
+    def interrupts(self, now: float) -> None:
+        """A new Ctrl-C (or SIGTERM): the first stops every step gracefully, the second kills."""
+        s = self.s
+        if s.interrupts <= self.handled:
+            return
+        self.handled = s.handled_interrupts = s.interrupts
+        self.stopping = True
+        s.out.interrupted = True
+        live = len(self.running) + len(self.draining)
+        kill = self.handled >= 2
+        if live:
+            s.reporter.notice(f"killing {_steps(live)} now" if kill else
+                              f"stopping {_steps(live)} (Ctrl-C again to kill now)")
+        for a in self.running.values():
+            a.interrupted = True
+            if kill:
+                a.handle.kill()
+            elif a.kill_at is None:
+                a.handle.terminate()
+                a.kill_at = now + a.step.grace
+        for d in self.draining:
+            if kill:
+                d.handle.kill()
+        self.backoff.clear()
+
+    def reap(self, now: float) -> None:
+        """Finished processes recorded (their outcomes in the pass's batch), timeouts enforced."""
+        for sid, a in list(self.running.items()):
+            if a.launching:
+                continue
+            code = a.handle.poll()
+            if code is None:
+                if a.deadline is not None and not a.timed_out and not a.interrupted and now >= a.deadline:
+                    a.timed_out = True
+                    a.handle.terminate()
+                    a.kill_at = now + a.step.grace
+                elif a.kill_at is not None and not a.killed and now >= a.kill_at:
+                    a.handle.kill()
+                    a.killed = True
+                continue
+            del self.running[sid]
+            status = self.s.finish(a, code, now)
+            if a.handle.leftovers():
+                # The leader is gone but its group lives on (background jobs, a grandchild holding
+                # the log open): stop it too, or a "finished" step keeps running. A group already
+                # sent SIGTERM keeps its deadline: the grace is not restarted.
+                self.draining.append(Draining(a.handle, a.kill_at or now + a.step.grace,
+                                              termed=a.kill_at is not None))
+            else:
+                self.s.release(a.handle)
+            if status == "done":
+                self.state[sid] = "done"
+                self.release(sid)
+            else:
+                self.settle(a, status, now)
+
+    def settle(self, a: Attempt, status: str, now: float) -> None:
+        """What an attempt that did not succeed leads to: a retry after its backoff, or a final
+        state, with its dependents blocked and the run stopped as the policy says."""
+        s, sid = self.s, a.step.id
+        self.tries[sid] = self.tries.get(sid, 0) + 1
+        self.next_n[sid] = a.n + 1
+        decision = policy.decide(
+            sid, status, failures=self.tries[sid], retry=RetryPolicy(a.step.retries, a.step.backoff, a.step.jitter),
+            rules=s.rules, stopping=self.stopping, failed_steps=len(s.out.failed), dependents=s.dependents,
+            needs=s.needs, states=self.state, now=now, rand=s.rand, roots=s.blocked_root)
+        settled = decision.settled
+        exit_code = s.out.last_exit.get(sid)
+        if settled.due is not None:
+            heapq.heappush(self.backoff, (settled.due, s.order[sid], sid))
+            self.state[sid] = "backoff"
+            s.later(s.reporter.step_finished, a.step, a.n, status, now - a.started, exit_code, a.log,
+                    settled.retry_in)
+            return
+        self.state[sid] = status
+        s.later(s.reporter.step_finished, a.step, a.n, status, now - a.started, exit_code, a.log, None)
+        if status == "interrupted":
+            return
+        s.out.failed.append(sid)
+        s.blocked(decision.blocked, self.state)
+        self.stopping = decision.stop
+
+    def release(self, sid: str) -> None:
+        """``sid`` is done: its dependents whose last need it was become ready (or, cut off early,
+        stay done and release their own)."""
+        s, state, unmet = self.s, self.state, self.unmet
+        done = [sid]  # a stack, not recursion: a step cut off early releases its own dependents
+        while done:
+            for child in s.dependents.get(done.pop(), ()):
+                if state[child] == "waiting":
+                    unmet[child] -= 1
+                    if unmet[child] == 0:
+                        kept = s.cut.keeps_done(s.steps[child])
+                        if kept is not None:
+                            state[child] = "skipped"
+                            s.later(s.reporter.step_skipped, s.steps[child], kept)
+                            done.append(child)
+                        else:
+                            heapq.heappush(self.ready, (s.order[child], child))
+
+    def drain(self, now: float) -> None:
+        """Groups that outlived their leader: SIGTERM, then SIGKILL after the grace."""
+        for d in list(self.draining):
+            if not d.handle.leftovers():
+                self.draining.remove(d)
+                self.s.release(d.handle)
+            elif not d.termed:
+                d.handle.terminate()
+                d.termed = True
+            elif now >= d.kill_at:
+                d.handle.kill()
+
+    def retries_due(self, now: float) -> None:
+        while self.backoff and self.backoff[0][0] <= now:
+            _, order, sid = heapq.heappop(self.backoff)
+            self.state[sid] = "waiting"
+            heapq.heappush(self.ready, (order, sid))
+
+    def start(self) -> None:
+        """Ready steps up to ``-j``, prepared: their ``in_progress`` records join the pass's batch,
+        and each process starts once its record is durable."""
+        s = self.s
+        while self.ready and len(self.running) < self.jobs:
+            _, sid = heapq.heappop(self.ready)
+            n = self.next_n.pop(sid, None) or next_attempt_number(s.units.get(sid))
+            a = s.prepare(s.steps[sid], n)
+            self.state[sid] = "running"
+            self.running[sid] = a  # counts towards -j from now; started once durable
+            if s.launcher is not None:
+                s.launcher.prepare(a.log)
+
+
+def _steps(n: int) -> str:
+    return f"{n} step{'' if n == 1 else 's'}"
