@@ -168,3 +168,41 @@ def test_an_import_that_does_not_replay_leaves_nothing(pg_url: str, tmp_path: Pa
                      "nothing was imported")
         assert_error(cli("get", "bad", env=env), 3)
     assert sql(pg_url, "SELECT count(*) FROM resumable_runs")[0][0] == 0
+
+
+_HALF_IMPORT = """
+import sys
+from resumable import store
+from resumable.store.transfer import plan_import, read_export
+
+export = read_export(sys.argv[1])
+handle = store.open_backend(sys.argv[2]).open(export.run_id)
+handle.commit(plan_import(export.run_id, export.history)[0])  # the first commit of an import, alone
+"""
+
+
+def test_a_runs_directory_import_killed_after_its_init_is_finished_by_the_next(tmp_path: Path) -> None:
+    """A runs directory has no transactions: an import killed between its init and the rest
+    leaves the init alone, and importing the same file again finishes the import."""
+    out, _ = _step(tmp_path, RESUMABLE_DIR=str(tmp_path / "runs"))
+    ok(cli("export", "mv", "-o", str(tmp_path / "mv.json"), env=base_env(RESUMABLE_DIR=str(tmp_path / "runs"))))
+    other = tmp_path / "other"
+    half = subprocess.run([sys.executable, "-c", _HALF_IMPORT, str(tmp_path / "mv.json"), str(other)],
+                          capture_output=True, text=True, env=base_env(), timeout=60, check=False)
+    assert half.returncode == 0, half.stderr
+    env = base_env(RESUMABLE_DIR=str(other))
+    assert ok(cli("import", str(tmp_path / "mv.json"), env=env)).startswith("imported run mv")
+    files = base_env(RESUMABLE_DIR=str(tmp_path / "runs"))
+    for args in (["get", "mv"], ["log", "mv", "--json"]):
+        assert ok(cli(*args, env=env)) == ok(cli(*args, env=files)), args
+    assert _step(tmp_path, RESUMABLE_DIR=str(other)) == (out, 1)  # the stored value came too
+    assert_error(cli("import", str(tmp_path / "mv.json"), env=env), 2, "run mv already exists")
+
+
+def test_an_init_only_export_is_refused_the_second_time(tmp_path: Path) -> None:
+    runs = base_env(RESUMABLE_DIR=str(tmp_path / "runs"))
+    ok(cli("init", "one", "--task", "t", env=runs))
+    ok(cli("export", "one", "-o", str(tmp_path / "one.json"), env=runs))
+    other = base_env(RESUMABLE_DIR=str(tmp_path / "other"))
+    ok(cli("import", str(tmp_path / "one.json"), env=other))
+    assert_error(cli("import", str(tmp_path / "one.json"), env=other), 2, "run one already exists")

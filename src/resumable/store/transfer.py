@@ -194,20 +194,30 @@ def import_run(backend: Backend, export: Export, *, source: str) -> dict[str, An
 def _import_by_commits(backend: Backend, run_id: str, batches: list[list[Event]],
                        blobs: Mapping[str, bytes]) -> dict[str, Any]:
     """A store without one-transaction imports (a runs directory): the init, the stored values,
-    then the rest of the history in one commit; a failure deletes what was written."""
+    then the rest of the history in one commit; a failure deletes what was written. A process
+    killed between the two commits leaves the run holding the export's init alone: importing
+    the same file again finishes that import instead of refusing it."""
     handle = backend.open(run_id)
-    if handle.exists():
-        raise already_there(run_id, backend.root)
-    handle.commit(batches[0])
     try:
-        for data in blobs.values():
-            handle.put_blob(data)  # its name is its hash: the same ref, checked on read
-        for events in batches[1:]:
-            handle.commit(events)
-        doc = handle.read()
-    except BaseException:
-        backend.delete(run_id)  # nothing half imported is left behind
-        raise
+        if not handle.exists():
+            handle.commit(batches[0])
+        elif len(batches) == 1 or not _interrupted_import(handle, batches[0]):
+            raise already_there(run_id, backend.root)
+        try:
+            for data in blobs.values():
+                handle.put_blob(data)  # its name is its hash: the same ref, checked on read
+            for events in batches[1:]:
+                handle.commit(events)
+            return handle.read()
+        except BaseException:
+            backend.delete(run_id)  # nothing half imported is left behind
+            raise
     finally:
         handle.close()
-    return doc
+
+
+def _interrupted_import(handle: RunHandle, first: list[Event]) -> bool:
+    """Whether the run's whole history is the export's first commit (its init): what an import
+    killed before its second commit leaves."""
+    history = [r.event for r in handle.history(0)]
+    return jsonio.dumps(history) == jsonio.dumps(first)

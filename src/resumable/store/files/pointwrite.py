@@ -96,8 +96,11 @@ def _caught_up(writer: Writer, ix: Index) -> tuple[Mini, Loaded, list[Event]] | 
             or not os.path.lexists(files.journal):
         return None
     fd = cursor.jfd if cursor.jfd is not None else cursor.open_journal()
-    size = os.fstat(fd).st_size
-    if cursor.jino != h.jino or size < h.jend or size - h.jend > TAIL_MAX:
+    try:
+        ino, size = cursor.identity()  # through the descriptor: no stat of the journal between writes
+    except OSError:
+        return None  # gone meanwhile (moved by gc): the whole-document path says what there is
+    if ino != h.jino or size < h.jend or size - h.jend > TAIL_MAX:
         return None
     if journal_mark(fd, h.jend) != (h.jcrc, h.jlen):
         return None

@@ -119,14 +119,13 @@ def refresh_snapshot(place: Place, run_id: str) -> None:
         row = runstate.find_row(conn, run_id, lock=False)
         if row is None or row.seq == 0:
             return
-        snap = conn.execute("SELECT seq FROM resumable_snapshots WHERE run_pk = %s", (row.pk,)).fetchone()
+        snap = conn.execute(Q.snapshot_seq, (row.pk,)).fetchone()
         state = runstate.current(conn, row, handle.state, handle.location)
         handle.state = state
         base = int(snap[0]) if snap else 0
         if state.doc is None or state.seq <= base:
             return
-        covered = conn.execute("SELECT coalesce(sum(length(body)), 0) FROM resumable_events WHERE run_pk = %s"
-                               " AND seq > %s AND seq <= %s", (row.pk, base, state.seq)).fetchone()
+        covered = conn.execute(Q.event_bytes, (row.pk, base, state.seq)).fetchone()
         from resumable.core import jsonio
 
         doc = jsonio.dumps(state.doc).decode("utf-8")

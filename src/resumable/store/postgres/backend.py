@@ -18,7 +18,7 @@ from resumable.store.postgres.claims import ClaimRequest, WorkerInfo
 from resumable.store.postgres.db import host_name
 from resumable.store.postgres.handle import PgRunHandle
 from resumable.store.postgres.place import Place
-from resumable.store.postgres.queries import WORK
+from resumable.store.postgres.queries import WORK, Q
 from resumable.store.values import GcResult, RunEntry
 
 if TYPE_CHECKING:
@@ -60,8 +60,7 @@ class PgBackend(WorkQueue):
 
     def list_runs(self) -> list[RunEntry]:
         def ids(conn: Connection) -> list[tuple[str, Any]]:
-            return [(r[0], r[1]) for r in conn.execute(
-                "SELECT id, created_at FROM resumable_runs WHERE archived_at IS NULL AND seq > 0 ORDER BY id")]
+            return [(r[0], r[1]) for r in conn.execute(Q.live_runs)]
 
         entries = []
         for run_id, created in self.read(ids, what="list the runs"):
@@ -83,9 +82,7 @@ class PgBackend(WorkQueue):
         cutoff = (time.time() if now is None else now) - keep_days * 86400
 
         def candidates(conn: Connection) -> list[str]:
-            return [r[0] for r in conn.execute(
-                "SELECT id FROM resumable_runs WHERE archived_at IS NULL AND status IN ('done', 'aborted')"
-                " ORDER BY id")]
+            return [r[0] for r in conn.execute(Q.finished_runs)]
 
         moved = 0
         for run_id in self.read(candidates, what="list finished runs"):
@@ -99,18 +96,17 @@ class PgBackend(WorkQueue):
                     return False  # a newer resumable's run: what its status means is not ours to judge
                 updated = parse_stamp(doc.get("updatedAt"))
                 if updated is None:
-                    got = conn.execute("SELECT extract(epoch FROM changed_at) FROM resumable_runs WHERE pk = %s",
-                                       (row.pk,)).fetchone()
+                    got = conn.execute(Q.changed_at, (row.pk,)).fetchone()
                     updated = float(got[0]) if got else None
                 if updated is None or updated > cutoff:
                     return False
-                conn.execute("UPDATE resumable_runs SET archived_at = now() WHERE pk = %s", (row.pk,))
+                conn.execute(Q.archive_run, (row.pk,))
                 return True
 
             moved += self.write(archive, what=f"archive run {run_id}")
 
         def forget_workers(conn: Connection) -> None:
-            conn.execute("DELETE FROM resumable_workers WHERE stopped_at < to_timestamp(%s)", (cutoff,))
+            conn.execute(Q.forget_workers, (cutoff,))
 
         self.write(forget_workers, what="forget stopped workers")
         return GcResult(moved, f"{self.root} (archived runs)")
@@ -119,8 +115,7 @@ class PgBackend(WorkQueue):
         check_run_id(run)
 
         def drop(conn: Connection) -> list[str]:
-            row = conn.execute(
-                "DELETE FROM resumable_runs WHERE id = %s AND archived_at IS NULL RETURNING seq", (run,)).fetchone()
+            row = conn.execute(Q.delete_run, (run,)).fetchone()
             return [f"run {run} ({row[0]} events) from {self.root}"] if row else []
 
         removed = self.write(drop, what=f"delete run {run}")

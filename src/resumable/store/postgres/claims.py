@@ -76,8 +76,7 @@ class ClaimRequest:
 
 def register(place: Place, worker: WorkerInfo) -> None:
     def put(conn: Connection) -> None:
-        conn.execute("INSERT INTO resumable_workers (id, host, pid) VALUES (%s, %s, %s) ON CONFLICT (id) DO UPDATE"
-                     " SET seen_at = now(), stopped_at = NULL", (worker.id, worker.host, worker.pid))
+        conn.execute(Q.register_worker, (worker.id, worker.host, worker.pid))
 
     place.write(put, what="register the worker")
 
@@ -86,7 +85,7 @@ def unregister(place: Place, worker: WorkerInfo) -> None:
     append.number_written(place)
 
     def put(conn: Connection) -> None:
-        conn.execute("UPDATE resumable_workers SET stopped_at = now() WHERE id = %s", (worker.id,))
+        conn.execute(Q.unregister_worker, (worker.id,))
 
     place.write(put, what="unregister the worker")
 

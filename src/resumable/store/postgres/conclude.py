@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def step_states(w: RunWriter) -> list[tuple[str, str, int]]:
     """(step, state, attempts since submitted) in the job's order."""
-    rows = w.conn.execute("SELECT step, state, tries FROM resumable_steps WHERE run_pk = %s ORDER BY ord",
+    rows = w.conn.execute(Q.step_states,
                           (w.row.pk,)).fetchall()
     return [(r[0], r[1], int(r[2])) for r in rows]
 

@@ -181,8 +181,7 @@ class PgRunHandle:
         a live one); ``create`` makes the row only if there is none (the writer's document is then
         None: the caller commits the init)."""
         if init or create:
-            conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) ON CONFLICT (id) WHERE archived_at IS NULL"
-                         " DO NOTHING", (self._run_id,))
+            conn.execute(Q.create_run, (self._run_id,))
         first_rows = first(conn) if first is not None else None
         row, caught_up = runstate.lock_and_catch_up(conn, self._run_id, self.state, self.location)
         if row is None or (row.seq == 0 and not (init or create)):
@@ -198,8 +197,8 @@ class PgRunHandle:
             if isinstance(status, str) and status in LIVE_RUN_STATES:
                 raise RefusedError(f"{self.location} is a LIVE checkpoint (status={status}). Resume it — do"
                                    " not re-init. Finalize it first if it is really over.")
-            conn.execute("UPDATE resumable_runs SET archived_at = now() WHERE pk = %s", (row.pk,))
-            got = conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) RETURNING pk", (self._run_id,)).fetchone()
+            conn.execute(Q.archive_run, (row.pk,))
+            got = conn.execute(Q.new_run, (self._run_id,)).fetchone()
             assert got is not None
             row = runstate.find_row(conn, self._run_id, lock=True)
             assert row is not None
@@ -215,8 +214,7 @@ class PgRunHandle:
 
     def _number_pending(self) -> None:
         def number(conn: Connection) -> None:
-            conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR NO KEY UPDATE",
-                         (self._run_id,))
+            conn.execute(Q.lock_run, (self._run_id,))
             conn.execute(Q.sequence_events, {"pk": None, "run": self._run_id, "min_tail": runstate.SNAPSHOT_MIN_TAIL,
                                               "channel": runstate.CHANGED, "payload": self._run_id})
 
@@ -227,8 +225,7 @@ class PgRunHandle:
             row = runstate.find_row(conn, self._run_id, lock=False)
             if row is None:
                 return None
-            pending = conn.execute("SELECT max(id) FROM resumable_pending_events WHERE run_pk = %s",
-                                   (row.pk,)).fetchone()
+            pending = conn.execute(Q.last_pending, (row.pk,)).fetchone()
             return row.pk, row.seq, pending[0] if pending else None
 
         return self.place.read(token, what=f"read run {self._run_id}")
@@ -265,8 +262,7 @@ class PgRunHandle:
             row = runstate.find_row(conn, self._run_id, lock=False)
             if row is None:
                 raise self.missing()
-            conn.execute("INSERT INTO resumable_blobs (run_pk, ref, data) VALUES (%s, %s, %s)"
-                         " ON CONFLICT DO NOTHING", (row.pk, ref, data))
+            conn.execute(Q.put_blob, (row.pk, ref, data))
 
         self.place.write(put, what=f"store a value of {len(data)} bytes for run {self._run_id}")
         return ref
@@ -277,9 +273,7 @@ class PgRunHandle:
             raise InvalidInputError(f"not a blob reference: {ref[:80]!r} (expected sha256:<64 hex>)")
 
         def get(conn: Connection) -> bytes | None:
-            row = conn.execute(
-                "SELECT b.data FROM resumable_blobs b JOIN resumable_runs r ON r.pk = b.run_pk"
-                " WHERE r.id = %s AND r.archived_at IS NULL AND b.ref = %s", (self._run_id, ref)).fetchone()
+            row = conn.execute(Q.get_blob, (self._run_id, ref)).fetchone()
             return bytes(row[0]) if row is not None else None
 
         data = self.place.read(get, what=f"read a stored value of run {self._run_id}")

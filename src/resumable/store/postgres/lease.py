@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError
 from resumable.store.postgres.db import host_name
+from resumable.store.postgres.queries import Q
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -60,19 +61,12 @@ class PgRunnerLease:
                     f"run {self.run_id!r} is already being run by pid {holder.get('pid', '?')} on"
                     f" {holder.get('host', '?')}, started {holder.get('startedAt', '?')}; wait for it to"
                     " finish or stop it")
-            claims = conn.execute(
-                "SELECT count(*), string_agg(DISTINCT a.host, ', ') FROM resumable_steps s JOIN resumable_runs r"
-                " ON r.pk = s.run_pk LEFT JOIN resumable_attempts a ON a.run_pk = s.run_pk AND a.step = s.step"
-                " AND a.n = s.attempt WHERE r.id = %s AND r.archived_at IS NULL AND s.state = 'running'"
-                " AND s.lease_expires > now()", (self.run_id,)).fetchone()
+            claims = conn.execute(Q.live_claims, (self.run_id,)).fetchone()
             if claims and claims[0]:
                 raise RefusedError(
                     f"run {self.run_id!r} has {claims[0]} step(s) running on workers ({claims[1] or '?'});"
                     " stop those workers (SIGTERM hands their steps back) and try again")
-            conn.execute(
-                "INSERT INTO resumable_runner_leases (run_id, pid, host, started_at) VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host,"
-                " started_at = excluded.started_at", (self.run_id, os.getpid(), host_name(), datetime.now(UTC)))
+            conn.execute(Q.hold_runner_lease, (self.run_id, os.getpid(), host_name(), datetime.now(UTC)))
         except BaseException:
             conn.close()
             raise
@@ -87,7 +81,7 @@ class PgRunnerLease:
         key = lock_key(self.run_id)
         deadline = time.monotonic() + PROBE_GRACE
         while True:
-            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            got = conn.execute(Q.try_runner_lock, (key,)).fetchone()
             if got and got[0]:
                 return None
             holder = self._holder_row(conn)
@@ -96,7 +90,7 @@ class PgRunnerLease:
             time.sleep(_PROBE_POLL)
 
     def _holder_row(self, conn: Connection) -> dict[str, Any] | None:
-        row = conn.execute("SELECT pid, host, started_at FROM resumable_runner_leases WHERE run_id = %s",
+        row = conn.execute(Q.runner_lease,
                            (self.run_id,)).fetchone()
         return {"pid": row[0], "host": row[1], "startedAt": stamp(row[2].timestamp())} if row else None
 
@@ -109,11 +103,7 @@ class PgRunnerLease:
             key = lock_key(self.run_id)
             # A bigint advisory key shows as its high half in classid, its low half in objid,
             # with objsubid 1 (the two-int4 form has objsubid 2).
-            held = conn.execute(
-                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
-                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-                " AND classid = %s::bigint::oid AND objid = %s::bigint::oid LIMIT 1",
-                ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)).fetchone()
+            held = conn.execute(Q.runner_lock_held, ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)).fetchone()
             if held is None:
                 return None
             return self._holder_row(conn) or {"pid": "?"}
@@ -127,19 +117,9 @@ class PgRunnerLease:
         backoff: whether one is alive only its own host can tell). Reads only."""
         conn = self.db.connect(autocommit=True)
         try:
-            rows = conn.execute(
-                "SELECT a.worker, a.host, a.pid, array_agg(s.step ORDER BY s.ord),"
-                " extract(epoch FROM max(s.lease_expires) - now())::float8"
-                " FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk"
-                " JOIN resumable_attempts a ON a.run_pk = s.run_pk AND a.step = s.step AND a.n = s.attempt"
-                " WHERE r.id = %s AND r.archived_at IS NULL AND s.state = 'running' AND s.lease_expires > now()"
-                " GROUP BY a.worker, a.host, a.pid ORDER BY a.host, a.pid", (self.run_id,)).fetchall()
+            rows = conn.execute(Q.workers_holding, (self.run_id,)).fetchall()
             holding = {r[0] for r in rows}
-            idle = [r for r in conn.execute(
-                "SELECT w.id, w.host, w.pid FROM resumable_workers w WHERE w.stopped_at IS NULL AND EXISTS"
-                " (SELECT 1 FROM resumable_attempts a JOIN resumable_runs r ON r.pk = a.run_pk WHERE r.id = %s"
-                " AND r.archived_at IS NULL AND a.worker = w.id) ORDER BY w.host, w.pid", (self.run_id,))
-                if r[0] not in holding]
+            idle = [r for r in conn.execute(Q.workers_of_run, (self.run_id,)) if r[0] not in holding]
         finally:
             conn.close()
         return [*({"worker": w, "host": h, "pid": p, "steps": list(steps), "expiresIn": float(left)}
@@ -164,12 +144,12 @@ class PgRunnerLease:
     def release(self) -> None:
         if self.conn is not None:
             try:
-                self.conn.execute("DELETE FROM resumable_runner_leases WHERE run_id = %s AND pid = %s",
+                self.conn.execute(Q.drop_runner_lease,
                                   (self.run_id, os.getpid()))
                 # Let go now: the server ends a closed session's locks only once its backend has
                 # exited, after close() returns, and a runner started right after this one would
                 # find the lock still held.
-                self.conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(self.run_id),))
+                self.conn.execute(Q.runner_unlock, (lock_key(self.run_id),))
             except Exception:
                 pass
             self.conn.close()  # ending the session releases the advisory lock in any case

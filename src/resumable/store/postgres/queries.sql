@@ -1,7 +1,12 @@
--- The PostgreSQL store's statements on the workers' path, each under a name (`-- name --`), loaded
--- by ``queries.py``. Parameters are named (%(name)s). Lock order, the same in every transaction:
--- step rows first (claims with FOR UPDATE SKIP LOCKED, completions by their fenced claim), then
--- the run's row, which the workers' path takes only to stop a run and to number its events.
+-- Every statement the PostgreSQL store sends, each under a name (`-- name --`), loaded by
+-- ``queries.py`` (but the schema's own bookkeeping, in schema.py, and LISTEN, in listen.py).
+-- Parameters are named (%(name)s) or positional (%s). The workers' path comes first; then runs,
+-- their history and snapshots, stored values, readers, the runner lease.
+--
+-- Lock order, the same in every transaction: step rows first (claims with FOR UPDATE SKIP LOCKED,
+-- completions by their fenced claim, a handle's write by the units its events touch, a submit all
+-- of them), then the run's row, which the workers' path takes only to stop a run and to number
+-- its events (FOR NO KEY UPDATE: inserts referencing the run take KEY SHARE, which it lets by).
 
 -- append_events --
 -- A transaction's events, pending: numbered later by sequence_events (no run row is touched here).
@@ -288,3 +293,194 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);
 -- set_job --
 -- The run's options as submitted; a resubmitted run no longer stops.
 UPDATE resumable_runs SET job = %(job)s, stopping = false WHERE pk = %(pk)s;
+
+-- find_run --
+-- A live run's row.
+SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes FROM resumable_runs
+WHERE id = %s AND archived_at IS NULL;
+
+-- find_run_locked --
+-- A live run's row, locked (FOR NO KEY UPDATE: inserts that reference it, taking KEY SHARE, go on).
+SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes FROM resumable_runs
+WHERE id = %s AND archived_at IS NULL
+FOR NO KEY UPDATE;
+
+-- lock_run --
+-- A live run's row locked, for a write through a handle.
+SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR NO KEY UPDATE;
+
+-- events_after --
+-- The run's numbered events after a sequence number, in order.
+SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq;
+
+-- snapshot_of --
+-- The run's stored snapshot.
+SELECT seq, doc FROM resumable_snapshots WHERE run_pk = %s;
+
+-- save_events --
+-- A handle's events, numbered under the run's lock, and the run's row moved on.
+WITH events AS (
+    INSERT INTO resumable_events (run_pk, seq, tx, body)
+    SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body
+    FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i)
+), run AS (
+    UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s, changed_at = now(),
+        tail_bytes = %(tail)s
+    WHERE pk = %(pk)s
+)
+SELECT pg_notify(%(channel)s, %(run)s);
+
+-- save_events_and_snapshot --
+-- As save_events, with a new snapshot of the document.
+WITH events AS (
+    INSERT INTO resumable_events (run_pk, seq, tx, body)
+    SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body
+    FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i)
+), snap AS (
+    INSERT INTO resumable_snapshots (run_pk, seq, doc) VALUES (%(pk)s, %(seq)s, %(doc)s)
+    ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc
+), run AS (
+    UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s, changed_at = now(),
+        tail_bytes = %(tail)s, snap_seq = %(seq)s, snap_bytes = %(snap_bytes)s
+    WHERE pk = %(pk)s
+)
+SELECT pg_notify(%(channel)s, %(run)s);
+
+-- create_run --
+-- A run's row, unless a live run of that id has one.
+INSERT INTO resumable_runs (id) VALUES (%s) ON CONFLICT (id) WHERE archived_at IS NULL DO NOTHING;
+
+-- archive_run --
+-- A finished run set aside (gc; init over a finished run): its id is free again.
+UPDATE resumable_runs SET archived_at = now() WHERE pk = %s;
+
+-- new_run --
+-- A fresh row for a run's id (after the old one was archived).
+INSERT INTO resumable_runs (id) VALUES (%s) RETURNING pk;
+
+-- last_pending --
+-- The last pending event's id (a watcher's change token moves with it).
+SELECT max(id) FROM resumable_pending_events WHERE run_pk = %s;
+
+-- put_blob --
+-- A value stored by content; the same bytes are stored once.
+INSERT INTO resumable_blobs (run_pk, ref, data) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING;
+
+-- get_blob --
+-- A stored value of a live run.
+SELECT b.data FROM resumable_blobs b JOIN resumable_runs r ON r.pk = b.run_pk
+WHERE r.id = %s AND r.archived_at IS NULL AND b.ref = %s;
+
+-- live_runs --
+-- Every live run with a history, by id.
+SELECT id, created_at FROM resumable_runs WHERE archived_at IS NULL AND seq > 0 ORDER BY id;
+
+-- finished_runs --
+-- Live runs that are over (gc's candidates).
+SELECT id FROM resumable_runs WHERE archived_at IS NULL AND status IN ('done', 'aborted') ORDER BY id;
+
+-- changed_at --
+-- When a run's row last changed (a run whose document has no updatedAt).
+SELECT extract(epoch FROM changed_at) FROM resumable_runs WHERE pk = %s;
+
+-- forget_workers --
+-- Workers stopped before the cutoff.
+DELETE FROM resumable_workers WHERE stopped_at < to_timestamp(%s);
+
+-- delete_run --
+-- A live run and everything of it (cascade).
+DELETE FROM resumable_runs WHERE id = %s AND archived_at IS NULL RETURNING seq;
+
+-- run_states --
+-- The status of each of these live runs.
+SELECT id, status FROM resumable_runs WHERE archived_at IS NULL AND id = ANY(%s);
+
+-- step_counts --
+-- How many steps of a live run are in each state.
+SELECT s.state, count(*) FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk
+WHERE r.id = %s AND r.archived_at IS NULL GROUP BY s.state ORDER BY s.state;
+
+-- attempts --
+-- Every attempt on a live run's steps (of one step, when %(step)s is not NULL), oldest first.
+SELECT a.step, a.n, a.epoch, a.worker, a.host, a.pid, a.started_at, a.finished_at, a.status, a.exit_code,
+    a.reason, a.stale, a.log_path, length(a.log)
+FROM resumable_attempts a JOIN resumable_runs r ON r.pk = a.run_pk
+WHERE r.id = %(run)s AND r.archived_at IS NULL AND (%(step)s::text IS NULL OR a.step = %(step)s)
+ORDER BY a.started_at, a.step;
+
+-- attempt_log --
+-- A step's attempt and its stored log (attempt %(n)s, or the last when NULL).
+SELECT a.n, a.log FROM resumable_attempts a JOIN resumable_runs r ON r.pk = a.run_pk
+WHERE r.id = %(run)s AND r.archived_at IS NULL AND a.step = %(step)s AND (%(n)s::integer IS NULL OR a.n = %(n)s)
+ORDER BY a.n DESC LIMIT 1;
+
+-- step_states --
+-- Every step's state and attempts since submitted, in the job's order.
+SELECT step, state, tries FROM resumable_steps WHERE run_pk = %s ORDER BY ord;
+
+-- snapshot_seq --
+-- The stored snapshot's sequence number.
+SELECT seq FROM resumable_snapshots WHERE run_pk = %s;
+
+-- event_bytes --
+-- The size of a run's numbered events in a range (what a new snapshot covers).
+SELECT coalesce(sum(length(body)), 0) FROM resumable_events WHERE run_pk = %s AND seq > %s AND seq <= %s;
+
+-- register_worker --
+-- A worker starting (again).
+INSERT INTO resumable_workers (id, host, pid) VALUES (%s, %s, %s)
+ON CONFLICT (id) DO UPDATE SET seen_at = now(), stopped_at = NULL;
+
+-- unregister_worker --
+-- A worker stopping.
+UPDATE resumable_workers SET stopped_at = now() WHERE id = %s;
+
+-- live_claims --
+-- The runner lease: how many of a run's steps workers hold under unexpired leases, and on which hosts.
+SELECT count(*), string_agg(DISTINCT a.host, ', ')
+FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk
+LEFT JOIN resumable_attempts a ON a.run_pk = s.run_pk AND a.step = s.step AND a.n = s.attempt
+WHERE r.id = %s AND r.archived_at IS NULL AND s.state = 'running' AND s.lease_expires > now();
+
+-- hold_runner_lease --
+-- Who holds the runner lease (information for a refusal; the lock itself is the advisory lock).
+INSERT INTO resumable_runner_leases (run_id, pid, host, started_at) VALUES (%s, %s, %s, %s)
+ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at;
+
+-- try_runner_lock --
+SELECT pg_try_advisory_lock(%s);
+
+-- runner_unlock --
+SELECT pg_advisory_unlock(%s);
+
+-- runner_lease --
+SELECT pid, host, started_at FROM resumable_runner_leases WHERE run_id = %s;
+
+-- drop_runner_lease --
+DELETE FROM resumable_runner_leases WHERE run_id = %s AND pid = %s;
+
+-- runner_lock_held --
+-- Whether a session holds a run's runner lock, read from pg_locks without taking it. A bigint
+-- advisory key shows as its high half in classid, its low half in objid, with objsubid 1.
+SELECT 1 FROM pg_locks
+WHERE locktype = 'advisory' AND granted AND objsubid = 1
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND classid = %s::bigint::oid AND objid = %s::bigint::oid
+LIMIT 1;
+
+-- workers_holding --
+-- The workers holding unexpired claims on a run's steps: the steps, and when the last lease ends.
+SELECT a.worker, a.host, a.pid, array_agg(s.step ORDER BY s.ord),
+    extract(epoch FROM max(s.lease_expires) - now())::float8
+FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk
+JOIN resumable_attempts a ON a.run_pk = s.run_pk AND a.step = s.step AND a.n = s.attempt
+WHERE r.id = %s AND r.archived_at IS NULL AND s.state = 'running' AND s.lease_expires > now()
+GROUP BY a.worker, a.host, a.pid ORDER BY a.host, a.pid;
+
+-- workers_of_run --
+-- The registered workers that have not stopped and made an attempt on a run.
+SELECT w.id, w.host, w.pid FROM resumable_workers w
+WHERE w.stopped_at IS NULL AND EXISTS (
+    SELECT 1 FROM resumable_attempts a JOIN resumable_runs r ON r.pk = a.run_pk
+    WHERE r.id = %s AND r.archived_at IS NULL AND a.worker = w.id)
+ORDER BY w.host, w.pid;

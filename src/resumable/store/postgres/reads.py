@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from resumable.store.postgres.queries import Q
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -14,8 +16,7 @@ if TYPE_CHECKING:
 def run_states(place: Place, runs: Sequence[str]) -> dict[str, str | None]:
     """The status of each run (None when it does not exist)."""
     def look(conn: Connection) -> dict[str, str | None]:
-        got = {r[0]: r[1] for r in conn.execute(
-            "SELECT id, status FROM resumable_runs WHERE archived_at IS NULL AND id = ANY(%s)", (list(runs),))}
+        got = {r[0]: r[1] for r in conn.execute(Q.run_states, (list(runs),))}
         return {r: got.get(r) for r in runs}
 
     return place.read(look, what="read the runs' status", patience=0)
@@ -23,9 +24,7 @@ def run_states(place: Place, runs: Sequence[str]) -> dict[str, str | None]:
 
 def step_summary(place: Place, run_id: str) -> str:
     def look(conn: Connection) -> str:
-        rows = conn.execute(
-            "SELECT s.state, count(*) FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk"
-            " WHERE r.id = %s AND r.archived_at IS NULL GROUP BY s.state ORDER BY s.state", (run_id,)).fetchall()
+        rows = conn.execute(Q.step_counts, (run_id,)).fetchall()
         return ", ".join(f"{n} {st}" for st, n in rows)
 
     return place.read(look, what=f"read the steps of run {run_id}")
@@ -34,17 +33,9 @@ def step_summary(place: Place, run_id: str) -> str:
 def attempts(place: Place, run_id: str, step: str | None = None) -> list[dict[str, Any]]:
     """Every attempt workers made on the run's steps (stale ones included), oldest first."""
     def look(conn: Connection) -> list[dict[str, Any]]:
-        query = ("SELECT a.step, a.n, a.epoch, a.worker, a.host, a.pid, a.started_at, a.finished_at, a.status,"
-                 " a.exit_code, a.reason, a.stale, a.log_path, length(a.log) FROM resumable_attempts a"
-                 " JOIN resumable_runs r ON r.pk = a.run_pk WHERE r.id = %s AND r.archived_at IS NULL")
-        params: list[Any] = [run_id]
-        if step is not None:
-            query += " AND a.step = %s"
-            params.append(step)
         keys = ("step", "n", "epoch", "worker", "host", "pid", "startedAt", "finishedAt", "status", "exitCode",
                 "reason", "stale", "logPath", "logBytes")
-        return [dict(zip(keys, r, strict=True)) for r in conn.execute(query + " ORDER BY a.started_at, a.step",
-                                                                      params)]
+        return [dict(zip(keys, r, strict=True)) for r in conn.execute(Q.attempts, {"run": run_id, "step": step})]
 
     return place.read(look, what=f"read the attempts of run {run_id}")
 
@@ -52,13 +43,7 @@ def attempts(place: Place, run_id: str, step: str | None = None) -> list[dict[st
 def attempt_log(place: Place, run_id: str, step: str, n: int | None) -> tuple[int, bytes | None] | None:
     """(attempt number, stored log) of a step's attempt ``n`` (the last one when None)."""
     def look(conn: Connection) -> tuple[int, bytes | None] | None:
-        query = ("SELECT a.n, a.log FROM resumable_attempts a JOIN resumable_runs r ON r.pk = a.run_pk"
-                 " WHERE r.id = %s AND r.archived_at IS NULL AND a.step = %s")
-        params: list[Any] = [run_id, step]
-        if n is not None:
-            query += " AND a.n = %s"
-            params.append(n)
-        got = conn.execute(query + " ORDER BY a.n DESC LIMIT 1", params).fetchone()
+        got = conn.execute(Q.attempt_log, {"run": run_id, "step": step, "n": n}).fetchone()
         return (int(got[0]), bytes(got[1]) if got[1] is not None else None) if got else None
 
     return place.read(look, what=f"read a log of run {run_id}")

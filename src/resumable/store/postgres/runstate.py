@@ -63,7 +63,6 @@ class RunRow:
         self.pk, self.seq, self.status, self.job, self.stopping, self.snap_bytes, self.tail_bytes = row
 
 
-_ROW = "SELECT pk, seq, status, job, stopping, snap_bytes, tail_bytes FROM resumable_runs"
 
 
 def encode_event(event: Event) -> str:
@@ -98,14 +97,12 @@ def record_line(seq: int, body: str) -> str:
 
 
 def find_row(conn: Connection, run_id: str, *, lock: bool) -> RunRow | None:
-    query = _ROW + " WHERE id = %s AND archived_at IS NULL" + (" FOR NO KEY UPDATE" if lock else "")
-    row = conn.execute(query, (run_id,)).fetchone()
+    row = conn.execute(Q.find_run_locked if lock else Q.find_run, (run_id,)).fetchone()
     return RunRow(row) if row is not None else None
 
 
 def _replay(conn: Connection, state: RunState, where: str) -> None:
-    rows = conn.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
-                        (state.pk, state.seq))
+    rows = conn.execute(Q.events_after, (state.pk, state.seq))
     doc = state.doc
     for seq, body in rows:
         if seq != state.seq + 1:
@@ -117,7 +114,7 @@ def _replay(conn: Connection, state: RunState, where: str) -> None:
 
 def load(conn: Connection, pk: int, where: str) -> RunState:
     """The run's document from its latest snapshot and the events after it."""
-    snap = conn.execute("SELECT seq, doc FROM resumable_snapshots WHERE run_pk = %s", (pk,)).fetchone()
+    snap = conn.execute(Q.snapshot_of, (pk,)).fetchone()
     state = RunState(pk, 0, None)
     if snap is not None:
         try:
@@ -155,15 +152,14 @@ def lock_and_catch_up(conn: Connection, run_id: str, state: RunState | None, whe
     """The run's row, locked, and the document caught up to it. The events after the cached
     sequence number are asked for in the same round trip as the lock: in pipeline mode the
     statements travel together, and each runs after the one before it, so after the lock is held."""
-    conn.execute("SELECT pk FROM resumable_runs WHERE id = %s AND archived_at IS NULL FOR NO KEY UPDATE", (run_id,))
+    conn.execute(Q.lock_run, (run_id,))
     # The workers' pending events first get their numbers (``append``), so this writer's follow them.
     conn.execute(Q.sequence_events, {"pk": None, "run": run_id, "min_tail": SNAPSHOT_MIN_TAIL, "channel": CHANGED,
                                       "payload": run_id})
-    rows = conn.execute(_ROW + " WHERE id = %s AND archived_at IS NULL", (run_id,))
+    rows = conn.execute(Q.find_run, (run_id,))
     tail = None
     if state is not None:
-        tail = conn.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
-                            (state.pk, state.seq))
+        tail = conn.execute(Q.events_after, (state.pk, state.seq))
     got = rows.fetchone()
     if got is None:
         return None, None
@@ -244,20 +240,10 @@ class RunWriter:
             "tail": 0 if snapshot else tail,
             "channel": CHANGED, "run": self.run_id,
         }
-        snap = ""
         if snapshot:
             params["doc"] = jsonio.dumps(doc).decode("utf-8")
             params["snap_bytes"] = len(params["doc"])
-            snap = (", snap AS (INSERT INTO resumable_snapshots (run_pk, seq, doc) VALUES (%(pk)s, %(seq)s, %(doc)s)"
-                    " ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc)")
-        self.conn.execute(
-            "WITH ev AS (INSERT INTO resumable_events (run_pk, seq, tx, body)"
-            " SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body"
-            " FROM unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i))" + snap +
-            ", run AS (UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s,"
-            " changed_at = now(), tail_bytes = %(tail)s"
-            + (", snap_seq = %(seq)s, snap_bytes = %(snap_bytes)s" if snapshot else "") +
-            " WHERE pk = %(pk)s) SELECT pg_notify(%(channel)s, %(run)s)", params)
+        self.conn.execute(Q.save_events_and_snapshot if snapshot else Q.save_events, params)
         self.row.seq = seq
         self.row.tail_bytes = params["tail"]
         if snapshot:
@@ -275,8 +261,7 @@ def iter_history(conn: Connection, pk: int, since: int, where: str) -> Iterator[
     """(seq, body) of every event after ``since``, streamed (a long history is not held at once)."""
     with conn.cursor(name=f"resumable_history_{secrets.token_hex(4)}") as cur:
         cur.itersize = 2000
-        cur.execute("SELECT seq, body FROM resumable_events WHERE run_pk = %s AND seq > %s ORDER BY seq",
-                    (pk, since))
+        cur.execute(Q.events_after, (pk, since))
         expect = since + 1
         for seq, body in cur:
             if seq != expect:

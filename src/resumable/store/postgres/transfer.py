@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from resumable.store.postgres import runstate
+from resumable.store.postgres.queries import Q
 from resumable.store.postgres.runstate import RunState, RunWriter
 from resumable.store.transfer import already_there
 
@@ -28,8 +29,7 @@ def import_run(place: Place, run_id: str, batches: Sequence[Sequence[Event]],
     holder: list[RunWriter] = []
 
     def txn(conn: Connection) -> dict[str, Any]:
-        conn.execute("INSERT INTO resumable_runs (id) VALUES (%s) ON CONFLICT (id) WHERE archived_at IS NULL"
-                     " DO NOTHING", (run_id,))
+        conn.execute(Q.create_run, (run_id,))
         row = runstate.find_row(conn, run_id, lock=True)
         if row is None or row.seq > 0:
             raise already_there(run_id, place.root)
@@ -40,8 +40,7 @@ def import_run(place: Place, run_id: str, batches: Sequence[Sequence[Event]],
         writer.force_snapshot = True  # an import is read next: its document stored whole, not replayed
         if blobs:
             with conn.cursor() as cur:
-                cur.executemany("INSERT INTO resumable_blobs (run_pk, ref, data) VALUES (%s, %s, %s)"
-                                " ON CONFLICT DO NOTHING", [(row.pk, ref, data) for ref, data in blobs.items()])
+                cur.executemany(Q.put_blob, [(row.pk, ref, data) for ref, data in blobs.items()])
         doc = writer.doc
         writer.save()
         return doc
