@@ -107,8 +107,8 @@ def decide(step: Step, unit: object, *, force: bool, upstream_runs: list[str],
 def _upstream_check(step: Step, stored: object, upstream: Upstream | None) -> Decision | None:
     """A done step none of whose needs re-runs: run it if one of them made something else since it
     ran (a session that stopped between the two, an artifact changed by hand)."""
-    if upstream is None or not step.needs:
-        return None
+    if upstream is None or not step.needs or not policy.recorded_upstream(stored):
+        return None  # nothing recorded to compare with (its needs declare no artifacts): no cost
     changed = policy.upstream_changes(stored, upstream())
     if not changed:
         return None
