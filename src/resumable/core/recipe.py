@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from resumable.core import plan
@@ -123,6 +123,55 @@ def finish_line(doc: Mapping[str, Any], target: str, store_url: str | None) -> s
     return command([python, "-c", code])
 
 
+def _resumable(
+    launch: Mapping[str, Any],
+    run_id: Any,
+    rs: dict[str, Any],
+    here: str | None,
+    store: tuple[str, str] | None,
+) -> dict[str, Any] | None:
+    """The descriptor of a `resumable` launch, or None when its argv is not a list of strings."""
+    argv = launch.get("argv")
+    if not (isinstance(argv, list) and argv and all(isinstance(t, str) for t in argv)):
+        return None
+    cwd = launch.get("cwd")
+    cwd = cwd if _nonblank(cwd) else None
+    argv = with_store(list(argv), store)
+    return {
+        "runnable": True,
+        "kind": "resumable",
+        "run": run_id,
+        "command": argv[0],
+        "argv": argv,
+        "cwd": cwd,
+        "shell": _shell(list(argv), cwd, here),
+        "resumeSet": rs,
+    }
+
+
+def _pipeline(
+    run: Any, run_id: Any, rs: dict[str, Any], no_launch: Callable[[str], dict[str, Any]]
+) -> dict[str, Any]:
+    """The descriptor of a pipeline.mjs `resume --run <run>` launch."""
+    # Two seed bugs fixed here: a descriptor naming another run was printed as if it were this
+    # one's, and an id the pipeline's SAFE_ID rejects was printed as a command that fails.
+    if isinstance(run_id, str) and run != run_id:
+        return no_launch(f"the launch descriptor resumes run {run!r}, not this run {run_id!r}")
+    if not _PIPELINE_SAFE_ID.match(run) or ".." in run:
+        return no_launch(f"run id {run!r} is not one pipeline.mjs accepts")
+    # Exactly the seed's command: its users run it from the pipeline's directory.
+    argv = ["pipeline.mjs", "resume", "--run", run]
+    return {
+        "runnable": True,
+        "kind": "codex-cli",
+        "run": run,
+        "command": "node",
+        "argv": argv,
+        "shell": command(["node", *argv]),
+        "resumeSet": rs,
+    }
+
+
 def classify(
     doc: Mapping[str, Any],
     file: str,
@@ -157,22 +206,8 @@ def classify(
         return no_launch(f"the launch descriptor is not an object (it is {json_type_name(launch)})")
 
     if launch.get("kind") == "resumable":
-        argv = launch.get("argv")
-        if not (isinstance(argv, list) and argv and all(isinstance(t, str) for t in argv)):
-            return no_launch("the resumable launch descriptor has no argv list of strings")
-        cwd = launch.get("cwd")
-        cwd = cwd if _nonblank(cwd) else None
-        argv = with_store(list(argv), store)
-        return {
-            "runnable": True,
-            "kind": "resumable",
-            "run": run_id,
-            "command": argv[0],
-            "argv": argv,
-            "cwd": cwd,
-            "shell": _shell(list(argv), cwd, here),
-            "resumeSet": rs,
-        }
+        return _resumable(launch, run_id, rs, here, store) or no_launch(
+            "the resumable launch descriptor has no argv list of strings")
 
     script = launch.get("scriptPath")
     if not _nonblank(script):
@@ -188,24 +223,7 @@ def classify(
         and args.get("command") == "resume"
         and _nonblank(args.get("run"))
     ):
-        run = args["run"]
-        # Two seed bugs fixed here: a descriptor naming another run was printed as if it were this
-        # one's, and an id the pipeline's SAFE_ID rejects was printed as a command that fails.
-        if isinstance(run_id, str) and run != run_id:
-            return no_launch(f"the launch descriptor resumes run {run!r}, not this run {run_id!r}")
-        if not _PIPELINE_SAFE_ID.match(run) or ".." in run:
-            return no_launch(f"run id {run!r} is not one pipeline.mjs accepts")
-        # Exactly the seed's command: its users run it from the pipeline's directory.
-        argv = ["pipeline.mjs", "resume", "--run", run]
-        return {
-            "runnable": True,
-            "kind": "codex-cli",
-            "run": run,
-            "command": "node",
-            "argv": argv,
-            "shell": command(["node", *argv]),
-            "resumeSet": rs,
-        }
+        return _pipeline(args["run"], run_id, rs, no_launch)
 
     return {
         "runnable": False,

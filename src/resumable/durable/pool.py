@@ -207,8 +207,52 @@ def _prepare(m: Mapping, prepared: dict[str, Call | None], reserved: set[str]) -
             prepared[uid] = step.begin_call(uid)
 
 
-def _threads(m: Mapping, jobs: int) -> None:
+def _work(m: Mapping, tally: Countdown, uid: str, call: Call | None) -> None:
+    """Run one item in a pool thread, settle it once recorded, and count it ended on ``tally``."""
     step, engine = m.step, m.step.engine
+    ended = False  # whether this item was counted (or its ticket's callback took it over)
+    try:
+        # A reserved item another thread took over meanwhile (its step called with the same
+        # arguments) is waited for, as a step call would.
+        if call is None or not engine.start(uid):
+            try:
+                found, value = step.acquire(uid)
+            except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
+                m.settle(uid, failure, True)
+                ended = True
+                tally.ended()
+                return
+            if found:
+                m.settle(uid, value, False)
+                ended = True
+                tally.ended()
+                return
+            run = functools.partial(step.run, uid)
+        else:
+            call.started, call.started_wall = time.monotonic(), time.time()  # it starts now
+            run = functools.partial(step.execute, call)
+        try:
+            events, value, exc = run(m.args[uid], {})
+        except BaseException:
+            engine.release(uid)
+            raise
+
+        def recorded(ticket: Ticket) -> None:
+            nonlocal ended
+            ended = True
+            engine.release(uid)
+            error = ticket.error or exc
+            m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
+            tally.ended()
+
+        engine.records.submit(events, recorded)
+    except BaseException as exc:
+        if not ended:
+            tally.ended(exc)
+
+
+def _threads(m: Mapping, jobs: int) -> None:
+    engine = m.step.engine
     prepared: dict[str, Call | None] = {}
     reserved: set[str] = set()
     try:
@@ -218,47 +262,6 @@ def _threads(m: Mapping, jobs: int) -> None:
             engine.unreserve(uid)
         raise
     tally = Countdown(len(prepared))
-
-    def work(uid: str, call: Call | None) -> None:
-        ended = False  # whether this item was counted (or its ticket's callback took it over)
-        try:
-            # A reserved item another thread took over meanwhile (its step called with the same
-            # arguments) is waited for, as a step call would.
-            if call is None or not engine.start(uid):
-                try:
-                    found, value = step.acquire(uid)
-                except StepFailed as failure:  # failed meanwhile, and the step does not retry failures
-                    m.settle(uid, failure, True)
-                    ended = True
-                    tally.ended()
-                    return
-                if found:
-                    m.settle(uid, value, False)
-                    ended = True
-                    tally.ended()
-                    return
-                run = functools.partial(step.run, uid)
-            else:
-                call.started, call.started_wall = time.monotonic(), time.time()  # it starts now
-                run = functools.partial(step.execute, call)
-            try:
-                events, value, exc = run(m.args[uid], {})
-            except BaseException:
-                engine.release(uid)
-                raise
-
-            def recorded(ticket: Ticket) -> None:
-                nonlocal ended
-                ended = True
-                engine.release(uid)
-                error = ticket.error or exc
-                m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
-                tally.ended()
-
-            engine.records.submit(events, recorded)
-        except BaseException as exc:
-            if not ended:
-                tally.ended(exc)
 
     # Each thread takes the next item itself: one executor task per item would cost more than a
     # trivial item does. From a queue that takes no lock of Python's own: a lock passed by every
@@ -274,7 +277,7 @@ def _threads(m: Mapping, jobs: int) -> None:
                 item = todo.get_nowait()
             except queue.Empty:
                 return
-            work(*item)
+            _work(m, tally, *item)
 
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="resumable-map")
     try:
