@@ -23,7 +23,7 @@ from resumable.errors import InvalidInputError, NewerFormatError, NoRunError, Re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from pathlib import Path
     from types import TracebackType
     from typing import Any, ParamSpec, TypeVar, overload
@@ -163,7 +163,7 @@ class Run:
         *,
         units: Sequence[str] = (),
         run_id: str | None = None,
-        launch: dict[str, Any] | None = None,
+        launch: Mapping[str, Any] | None = None,
         required_phases: Sequence[str] = (),
         require_validation: bool = False,
     ) -> str:
@@ -196,7 +196,7 @@ class Run:
         except ResumableError:
             pass  # a damaged run in place is the store's to judge, under the run's lock
 
-    def begin(self, launch: dict[str, Any] | None = None) -> None:
+    def begin(self, launch: Mapping[str, Any] | None = None) -> None:
         """(Re)open the run for a new working session: status running, launch recorded."""
         self._commit(verbs.begin(launch))
 
@@ -207,7 +207,7 @@ class Run:
         *,
         note: str | None = None,
         deps: Sequence[str] | None = None,
-        attempt: dict[str, Any] | None = None,
+        attempt: Mapping[str, Any] | None = None,
         fields: dict[str, Any] | None = None,
         lazy_view: bool = False,
     ) -> None:

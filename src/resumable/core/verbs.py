@@ -23,7 +23,7 @@ from resumable.errors import InvalidInputError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any, TypeVar
 
     from resumable.core.types import (
@@ -90,7 +90,7 @@ def init(
     run_id: str,
     *,
     units: Sequence[str] = (),
-    launch: dict[str, Any] | None = None,
+    launch: Mapping[str, Any] | None = None,
     required_phases: Sequence[str] = (),
     require_validation: bool = False,
 ) -> InitEvent:
@@ -109,7 +109,7 @@ def init(
     return _checked(event)
 
 
-def begin(launch: dict[str, Any] | None = None) -> BeginEvent:
+def begin(launch: Mapping[str, Any] | None = None) -> BeginEvent:
     """(Re)open a run for a new working session: status running, launch recorded."""
     event: BeginEvent = {"t": "begin"}
     if launch is not None:
@@ -123,7 +123,7 @@ def unit(
     *,
     note: str | None = None,
     deps: Sequence[str] | None = None,
-    attempt: dict[str, Any] | None = None,
+    attempt: Mapping[str, Any] | None = None,
     fields: dict[str, Any] | None = None,
     shallow: bool = False,
 ) -> UnitEvent:

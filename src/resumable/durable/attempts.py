@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from resumable.core.stamps import stamp
 from resumable.durable.codec import error_line, error_record
+
+if TYPE_CHECKING:
+    from resumable.core.types import Attempt, AttemptState, StepError
 
 
 class StepFailed(Exception):
     """A step call that failed: in ``run.map`` results (``.cause`` is the live exception), and raised
     for a failure recorded by an earlier run when the step says ``retry_failed=False``."""
 
-    def __init__(self, unit: str, error: dict[str, Any], cause: BaseException | None = None) -> None:
+    def __init__(self, unit: str, error: StepError | Mapping[str, Any], cause: BaseException | None = None) -> None:
         self.unit = unit
         self.error = error  # {"type", "message", "traceback"} as recorded
         self.cause = cause
@@ -54,32 +57,32 @@ class Outcome:
     __slots__ = ("attempts", "exc", "ok", "value")
 
     def __init__(self) -> None:
-        self.attempts: list[dict[str, Any]] = []
+        self.attempts: list[Attempt] = []
         self.ok = False
         self.value: Any = None
         self.exc: BaseException | None = None
 
-    def error(self) -> dict[str, Any] | None:
+    def error(self) -> StepError | None:
         last = self.attempts[-1] if self.attempts else None
         err = last.get("error") if last is not None else None
         return err if isinstance(err, dict) else None
 
 
-def attempt_record(n: int, status: str, started_wall: float, started: float) -> dict[str, Any]:
+def attempt_record(n: int, status: AttemptState, started_wall: float, started: float) -> Attempt:
     duration = time.monotonic() - started
     return {"n": n, "status": status, "startedAt": stamp(started_wall, ms=True),
             "finishedAt": stamp(started_wall + duration, ms=True), "duration": round(duration, 6),
             "pid": os.getpid()}
 
 
-def failed_attempt(n: int, exc: BaseException, started_wall: float, started: float) -> dict[str, Any]:
+def failed_attempt(n: int, exc: BaseException, started_wall: float, started: float) -> Attempt:
     att = attempt_record(n, "failed", started_wall, started)
     att["error"] = error_record(exc)
     return att
 
 
 def run_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], policy: Policy,
-             first_n: int, on_failed: Callable[[dict[str, Any]], None] | None = None) -> Outcome:
+             first_n: int, on_failed: Callable[[Attempt], None] | None = None) -> Outcome:
     """Attempts until one returns or the retries are spent. BaseExceptions that are not
     ``Exception`` (KeyboardInterrupt, SystemExit) propagate: the caller records them interrupted."""
     out = Outcome()
@@ -105,7 +108,7 @@ def run_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
 
 
 async def run_async(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], policy: Policy,
-                    first_n: int, on_failed: Callable[[dict[str, Any]], None] | None = None) -> Outcome:
+                    first_n: int, on_failed: Callable[[Attempt], None] | None = None) -> Outcome:
     """``run_sync`` for ``async def`` steps; cancellation propagates (recorded interrupted)."""
     import asyncio
 

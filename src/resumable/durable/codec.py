@@ -23,6 +23,12 @@ from typing import Any, Protocol
 from resumable.core import jsonio
 from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from resumable.core.types import StepError
+
 INLINE_LIMIT = 64 * 1024  # encoded results above this go to a blob (handle.put_blob)
 _TRACEBACK_CHARS = 4000
 
@@ -189,7 +195,7 @@ def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, w
     return serializer.loads(raw)
 
 
-def error_record(exc: BaseException) -> dict[str, Any]:
+def error_record(exc: BaseException) -> StepError:
     """What is kept of an exception: its type, message and the end of its traceback."""
     kind = type(exc)
     name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
@@ -197,6 +203,6 @@ def error_record(exc: BaseException) -> dict[str, Any]:
     return {"type": name, "message": str(exc)[:2000], "traceback": text[-_TRACEBACK_CHARS:]}
 
 
-def error_line(record: dict[str, Any]) -> str:
+def error_line(record: Mapping[str, Any]) -> str:
     message = " ".join(str(record.get("message", "")).split())
     return f"{record.get('type', 'Exception')}: {message}"[:200] if message else str(record.get("type"))

@@ -39,7 +39,7 @@ from resumable.errors import NoRunError, ResumableError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from resumable.core.types import Event
+    from resumable.core.types import Event, Launch
     from resumable.store.backend import RunHandle, RunnerLease
 
 START_RECORD_AFTER = 1.0
@@ -68,7 +68,7 @@ class Call:
 
 class Engine:
     def __init__(self, location: str, handle: RunHandle, open_lease: Callable[[], RunnerLease],
-                 launch: dict[str, Any] | None) -> None:
+                 launch: Launch | None) -> None:
         self.location = location
         self.records = Records(handle)
         self._open_lease = open_lease

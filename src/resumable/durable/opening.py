@@ -27,10 +27,11 @@ from resumable.errors import RefusedError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from resumable.core.types import Launch
     from resumable.store.backend import Backend, RunnerLease
 
 
-def launch_descriptor() -> dict[str, Any] | None:
+def launch_descriptor() -> Launch | None:
     main = sys.modules.get("__main__")
     interactive = hasattr(sys, "ps1") or bool(sys.flags.interactive) or "ipykernel" in sys.modules
     if interactive or getattr(main, "__file__", None) is None or not getattr(sys, "orig_argv", None):

@@ -16,7 +16,8 @@ from resumable.runner.jobfile import Step
 from resumable.runner.process import StepHandle
 
 if TYPE_CHECKING:
-    from resumable.core.types import UnitEvent
+    from resumable.core.types import Attempt as AttemptRecord
+    from resumable.core.types import AttemptState, UnitEvent
 
 
 @dataclass
@@ -70,7 +71,7 @@ MISSING_ARTIFACT_EXIT = -2  # the seed's code for "exited 0 but the artifact is 
 
 
 def classify(step: Step, code: int, log: str, *, interrupted: bool, timed_out: bool
-             ) -> tuple[str, int, str, dict[str, Any]]:
+             ) -> tuple[AttemptState, int, str, dict[str, Any]]:
     """(status, exit code, reason, artifact records) of an attempt whose process ended with
     ``code`` (negative: killed by that signal), as both the local runner and a worker record it.
     A step that exits 0 without a declared artifact has failed; the reason goes to its log too."""
@@ -90,10 +91,10 @@ def classify(step: Step, code: int, log: str, *, interrupted: bool, timed_out: b
     return "done", exit_code, "", artifacts
 
 
-def attempt_record(n: int, status: str, started_wall: float, wall: float, exit_code: int, duration: float,
-                   log: str, code: int, reason: str) -> dict[str, Any]:
+def attempt_record(n: int, status: AttemptState, started_wall: float, wall: float, exit_code: int,
+                   duration: float, log: str, code: int, reason: str) -> AttemptRecord:
     """The attempt's entry in its unit's ``attempts``."""
-    attempt: dict[str, Any] = {
+    attempt: AttemptRecord = {
         "n": n, "status": status, "startedAt": stamp(started_wall, ms=True),
         "finishedAt": stamp(wall, ms=True), "exitCode": exit_code, "duration": duration, "log": log,
     }

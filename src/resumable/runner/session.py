@@ -25,7 +25,7 @@ from resumable.runner.options import RunOptions
 from resumable.runner.writer import SafeWriter
 
 if TYPE_CHECKING:
-    from resumable.core.types import Event
+    from resumable.core.types import Event, Launch
     from resumable.store.backend import Backend, RunHandle, RunnerLease
 
 
@@ -250,7 +250,7 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, wor
     lease.acquire()  # refuses (exit 2) when another runner is live
     try:
         reap_leftovers(lease, reporter.warn)
-        launch = {"kind": "resumable", "argv": ["resumable", "run", *opts.replay_args()], "cwd": os.getcwd()}
+        launch: Launch = {"kind": "resumable", "argv": ["resumable", "run", *opts.replay_args()], "cwd": os.getcwd()}
         writer = SafeWriter(handle, reporter.warn, reopen=lambda: backend.open(job.name))
         if not handle.exists():
             writer.write("init", [verbs.init(f"resumable run {job.name}", job.name,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from resumable.runner import explain
 from resumable.runner.conclude import redact_url, removal_marks, resume_hint
@@ -21,8 +21,11 @@ from resumable.runner.worker import Worker, WorkerOptions, install_signal_handle
 from resumable.runner.workqueue import ClaimLike
 from resumable.store import store_url
 
+if TYPE_CHECKING:
+    from resumable.core.types import Launch
 
-def submit_job(queue: Any, job: Job, *, launch: dict[str, Any], force: bool = False, keep_going: bool = False,
+
+def submit_job(queue: Any, job: Job, *, launch: Launch, force: bool = False, keep_going: bool = False,
                max_failures: int | None = None) -> tuple[dict[str, Any], dict[str, explain.Decision]]:
     """Record ``job`` as a run (idempotent: a resume when it exists); returns the store's answer
     and the decisions (run or skip, and why), taken on the run's document under its lock."""
@@ -97,7 +100,7 @@ class LineSink:
         pass
 
 
-def launch_of(command: str, args: list[str]) -> dict[str, Any]:
+def launch_of(command: str, args: list[str]) -> Launch:
     """The launch descriptor of ``resumable COMMAND ARGS`` (how ``status --resume`` replays it),
     without a password a ``--store`` URL may carry: the descriptor is stored in the run, where
     anyone who may read the run can read it (give the password in PGPASSWORD or ~/.pgpass)."""

@@ -19,7 +19,7 @@ from resumable.errors import CorruptRunError, NewerFormatError, RefusedError, St
 if TYPE_CHECKING:
     from typing import TypeVar
 
-    from resumable.core.types import BeginEvent, Event, FinalizeEvent
+    from resumable.core.types import Attempt, BeginEvent, Event, FinalizeEvent, Launch
 
     Clocked = TypeVar("Clocked", BeginEvent, FinalizeEvent)
     from resumable.store.backend import RunHandle
@@ -94,7 +94,7 @@ class SafeWriter:
         return False
 
     def unit(self, unit_id: str, state: str, *, note: str | None = None,
-             deps: Sequence[str] | None = None, attempt: dict[str, Any] | None = None,
+             deps: Sequence[str] | None = None, attempt: Attempt | None = None,
              fields: Mapping[str, Any] | None = None) -> bool:
         event = verbs.unit(unit_id, state, note=note, deps=list(deps) if deps is not None else None,
                            attempt=attempt, fields=dict(fields) if fields else None)
@@ -111,7 +111,7 @@ class SafeWriter:
     def resolve(self, ids: Sequence[str]) -> bool:
         return self.write("resolve items", [verbs.resolve(list(ids))])
 
-    def begin(self, launch: dict[str, Any]) -> bool:
+    def begin(self, launch: Launch) -> bool:
         return self.write("begin", [_clocked(verbs.begin(launch))])
 
     def finalize(self, status: str, result: str | None = None) -> bool:
