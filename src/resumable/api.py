@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any, ParamSpec, TypeVar, overload
 
-    from resumable.core.types import Event, Summary
+    from resumable.core.types import Event, ResumeSet, Summary
     from resumable.durable.attempts import StepFailed
     from resumable.durable.codec import Serializer
     from resumable.runner.options import RunOptions
@@ -102,7 +102,7 @@ class Run:
     def summary(self) -> Summary:
         return summary(self.handle.read())
 
-    def resume_set(self) -> dict[str, Any]:
+    def resume_set(self) -> ResumeSet:
         from resumable.core.plan import resume_set
 
         return resume_set(self.handle.read())

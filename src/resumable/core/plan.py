@@ -14,11 +14,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
+    from resumable.core.types import ResumeSet
+
 
 _NONE: list[str] = []  # shared by every unit without needs: never mutated
 
 
-def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str, Any]:
+def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> ResumeSet:
     """``{"skip": [...], "eligible": [...], "dep_blocked": {unit: root}}`` plus, with
     ``diagnostics`` and when present, ``"unknown_deps": {unit: [dep, ...]}``,
     ``"cycles": [[a, b, ...], ...]`` and ``"malformed": [...]``.
@@ -83,13 +85,13 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> dict[str,
         else:
             dep_blocked[uid] = walk(missing)
 
-    out: dict[str, Any] = {"skip": skip, "eligible": eligible, "dep_blocked": dep_blocked}
+    out: ResumeSet = {"skip": skip, "eligible": eligible, "dep_blocked": dep_blocked}
     if diagnostics:
         _diagnose(out, units, needs, status)
     return out
 
 
-def _diagnose(out: dict[str, Any], units: Mapping[str, Any], needs: Mapping[str, list[str]],
+def _diagnose(out: ResumeSet, units: Mapping[str, Any], needs: Mapping[str, list[str]],
               status: Mapping[str, str | None]) -> None:
     """``resume_set``'s diagnostics: needs naming no unit, cycles, malformed units."""
     unknown: dict[str, list[str]] = {}

@@ -24,6 +24,10 @@ from typing import Any, Final
 from resumable.core import plan
 from resumable.core.model import json_type_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resumable.core.types import ResumeSet
+
 _BARE: Final = re.compile(r"^[A-Za-z0-9._/@:=+-]+$")
 # pipeline.mjs's SAFE_ID (seed-contracts §1.7): an id it rejects must not be printed as a command.
 _PIPELINE_SAFE_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -36,7 +40,7 @@ def shquote(token: str) -> str:
     return "'" + token.replace("'", "'\\''") + "'"
 
 
-def resume_set(doc: Mapping[str, Any]) -> dict[str, Any]:
+def resume_set(doc: Mapping[str, Any]) -> ResumeSet:
     """The seed-shaped resume set ``{skip, eligible, dep_blocked: {unit: root}}``, null-safe, in
     O(N), without the planner's diagnostics (their cycle search is not worth a status view's time).
     Units of steps removed from the job file are left out: a re-run will not run them, and the
@@ -126,7 +130,7 @@ def finish_line(doc: Mapping[str, Any], target: str, store_url: str | None) -> s
 def _resumable(
     launch: Mapping[str, Any],
     run_id: Any,
-    rs: dict[str, Any],
+    rs: ResumeSet,
     here: str | None,
     store: tuple[str, str] | None,
 ) -> dict[str, Any] | None:
@@ -150,7 +154,7 @@ def _resumable(
 
 
 def _pipeline(
-    run: Any, run_id: Any, rs: dict[str, Any], no_launch: Callable[[str], dict[str, Any]]
+    run: Any, run_id: Any, rs: ResumeSet, no_launch: Callable[[str], dict[str, Any]]
 ) -> dict[str, Any]:
     """The descriptor of a pipeline.mjs `resume --run <run>` launch."""
     # Two seed bugs fixed here: a descriptor naming another run was printed as if it were this
@@ -177,7 +181,7 @@ def classify(
     file: str,
     *,
     here: str | None = None,
-    rs: dict[str, Any] | None = None,
+    rs: ResumeSet | None = None,
     store: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """The resume descriptor of a readable run (the seed's `--resume --json` shape).

@@ -97,11 +97,33 @@ class Unit(TypedDict, total=False):
     lastExitCode: int
     fingerprint: str
     fingerprintHost: str
-    artifacts: dict[str, Any]  # path -> its record (None when missing)
+    artifacts: dict[str, FileRecord | None]  # path -> its record (None when missing)
     blockedBy: str
     removed: bool  # a job step no longer in the job file
     version: str | int
     result: Any  # a durable function's value: the user's own data
+
+
+class FileRecord(TypedDict):
+    """A file as the runner recorded it (a step's artifact): enough to tell the same version again."""
+
+    size: int
+    mtimeNs: int
+    ino: int
+    sha256: str
+
+
+class Fingerprint(TypedDict):
+    """What a job step's result depends on, as stored on its unit (``runner.fingerprint``)."""
+
+    v: int
+    command: str  # the sha256 of its argv
+    env: str  # the sha256 of the environment it sets
+    cwd: str
+    # input name -> "<sha256> <size> <mtime_ns> <inode>", None for a path no file answers
+    inputs: NotRequired[dict[str, str | None]]
+    # need -> the digest of its artifacts when the step started (early cutoff, ``core.policy``)
+    needs: NotRequired[dict[str, str]]
 
 
 class Phase(TypedDict, total=False):
@@ -153,6 +175,18 @@ class RunDocument(TypedDict, total=False):
     finishedAt: str
     sessionStartedAt: str  # while a runner session is open (``begin`` to ``finalize``)
     ranSeconds: float  # the sessions' summed time
+
+
+class ResumeSet(TypedDict):
+    """What a re-run would do (``core.plan.resume_set``): the done units it skips, the units it can
+    start, and each dep-blocked unit with the root of its chain; the diagnostics when asked for."""
+
+    skip: list[str]
+    eligible: list[str]
+    dep_blocked: dict[str, str]
+    unknown_deps: NotRequired[dict[str, list[str]]]  # unit -> the needs that name no unit
+    cycles: NotRequired[list[list[str]]]
+    malformed: NotRequired[list[str]]  # units without a readable status
 
 
 class Summary(TypedDict):

@@ -17,7 +17,7 @@ from resumable.runner.process import StepHandle
 
 if TYPE_CHECKING:
     from resumable.core.types import Attempt as AttemptRecord
-    from resumable.core.types import AttemptState, UnitEvent
+    from resumable.core.types import AttemptState, FileRecord, Fingerprint, UnitEvent
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Attempt:
     started: float
     started_wall: float
     log: str
-    fingerprint: dict[str, Any]
+    fingerprint: Fingerprint
     deadline: float | None
     kill_at: float | None = None
     killed: bool = False
@@ -71,7 +71,7 @@ MISSING_ARTIFACT_EXIT = -2  # the seed's code for "exited 0 but the artifact is 
 
 
 def classify(step: Step, code: int, log: str, *, interrupted: bool, timed_out: bool
-             ) -> tuple[AttemptState, int, str, dict[str, Any]]:
+             ) -> tuple[AttemptState, int, str, dict[str, FileRecord | None]]:
     """(status, exit code, reason, artifact records) of an attempt whose process ended with
     ``code`` (negative: killed by that signal), as both the local runner and a worker record it.
     A step that exits 0 without a declared artifact has failed; the reason goes to its log too."""

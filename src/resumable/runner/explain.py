@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable.core import policy
 from resumable.runner.fingerprint import changes_between, check_artifacts, done_and_current, fingerprint, unchanged
 from resumable.runner.inputs import InputFile
 from resumable.runner.jobfile import Job, Step
+
+if TYPE_CHECKING:
+    from resumable.core.types import Fingerprint
 
 INTEGRATED = "reconciled-from-trailer:"  # a unit marked done from an integrated commit
 
@@ -26,7 +29,7 @@ class Decision:
     invalidate: bool = False  # the unit is done and must be invalidated (explicitly) before re-running
     # A skipped step whose inputs were touched but hold the same content: its fingerprint with the
     # files' new size, mtime and inode, to store, so the next run need not hash them again.
-    refresh: dict[str, Any] | None = None
+    refresh: Fingerprint | None = None
     # Runs only because a need re-runs, and may be cut off early (``core.policy.cut_off``): decided
     # again once its needs are done, and invalidated only then, if it does run.
     cutoff: bool = False

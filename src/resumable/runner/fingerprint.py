@@ -14,11 +14,14 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable.core import jsonio
 from resumable.runner import inputs
 from resumable.runner.jobfile import Step
+
+if TYPE_CHECKING:
+    from resumable.core.types import FileRecord, Fingerprint
 
 FINGERPRINT_VERSION = 1
 _CHUNK = 1 << 20
@@ -145,7 +148,7 @@ _SHA_LEN = 64
 
 
 def file_record(path: str, previous: Mapping[str, Any] | None = None,
-                st: os.stat_result | None = None) -> dict[str, Any] | None:
+                st: os.stat_result | None = None) -> FileRecord | None:
     """``{"size", "mtimeNs", "ino", "sha256"}`` of a file, or None when it is missing. The hash of
     ``previous`` is reused when it was taken of the same file version (``same_stat``): make's
     speed, with a content hash's correctness."""
@@ -173,14 +176,14 @@ def input_record(path: str, st: os.stat_result, previous: object) -> str | None:
 
 
 def input_records(step: Step, previous: Mapping[str, Any] | None = None,
-                  files: Sequence[inputs.InputFile] | None = None) -> dict[str, Any]:
+                  files: Sequence[inputs.InputFile] | None = None) -> dict[str, str | None]:
     """``{name: record}`` of every file the step's inputs name now (``files``: as expanded a moment
     ago); a path no file answers (an artifact another step has not made yet) maps to None."""
     if files is None:
         files, missing = inputs.expand(step.cwd, step.inputs, step.artifacts)
     else:
         missing = []
-    out: dict[str, Any] = {}
+    out: dict[str, str | None] = {}
     prev = previous or {}
     for f in files:
         out[f.name] = input_record(f.path, f.st, prev.get(f.name))
@@ -191,9 +194,9 @@ def input_records(step: Step, previous: Mapping[str, Any] | None = None,
 
 
 def fingerprint(step: Step, previous: Mapping[str, Any] | None = None,
-                files: Sequence[inputs.InputFile] | None = None) -> dict[str, Any]:
+                files: Sequence[inputs.InputFile] | None = None) -> Fingerprint:
     """The step's fingerprint as stored on its unit (``fingerprint`` field)."""
-    out = {
+    out: Fingerprint = {
         "v": FINGERPRINT_VERSION,
         # argv rather than the text: the same text under another shell is another command.
         "command": command_sha(step),
@@ -264,7 +267,7 @@ class ArtifactCheck:
     reason: str  # "" when ok
 
 
-def artifact_records(step: Step) -> dict[str, Any]:
+def artifact_records(step: Step) -> dict[str, FileRecord | None]:
     """Records of every declared artifact after a successful exit; missing ones map to None."""
     return {p: file_record(resolve(step, p)) for p in step.artifacts}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable.core.policy import RetryPolicy
 from resumable.runner import fingerprint as fp
@@ -15,6 +15,9 @@ from resumable.runner import process
 from resumable.runner.attempt import attempt_record, classify
 from resumable.runner.jobfile import Step
 from resumable.runner.workqueue import ClaimLike
+
+if TYPE_CHECKING:
+    from resumable.core.types import Fingerprint
 
 LOG_LIMIT = 1 << 20  # bytes of an attempt's log stored with it (the end of the log: where errors are)
 
@@ -26,7 +29,7 @@ class Running:
     handle: process.StepHandle
     started: float
     started_wall: float
-    fingerprint: dict[str, Any]
+    fingerprint: Fingerprint
     deadline: float | None
     kill_at: float | None = None
     killed: bool = False
@@ -75,7 +78,7 @@ def outcome_of(a: Running, code: int, now: float, wall: float, host: str, worker
     return Outcome(a, result, duration, exit_code, RetryPolicy(step.retries, step.backoff, step.jitter))
 
 
-def fingerprint_differences(submitted: object, here: dict[str, Any]) -> list[str]:
+def fingerprint_differences(submitted: object, here: Fingerprint) -> list[str]:
     """What differs between the fingerprint taken where the job was submitted and the one taken on
     this host before the step starts (the step runs as it is here; the difference is said)."""
     if not isinstance(submitted, dict):

@@ -13,7 +13,7 @@ Rendering is one O(N) pass over the units; only a capped number of them get a de
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from resumable.core import jsonio, recipe
 from resumable.core.model import ACTIVE_RUN_STATES
@@ -21,6 +21,9 @@ from resumable.core.stamps import format_duration, parse_stamp
 from resumable.view import liveness
 from resumable.view.liveness import Verdict
 from resumable.view.units import DETAIL_LIMIT, UNIT_GLYPH, Tally, eta, str_or_none, tally, unit_bucket, unit_facts
+
+if TYPE_CHECKING:
+    from resumable.core.types import ResumeSet
 
 Seg = tuple[str, str]
 Line = list[Seg]
@@ -391,7 +394,7 @@ def footer(
     *,
     file: str,
     here: str | None,
-    rs: dict[str, Any],
+    rs: ResumeSet,
     open_count: int,
     tally_: Tally,
     verdict: Verdict | None = None,

@@ -22,9 +22,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
 
 from resumable.core import jsonio
+
+if TYPE_CHECKING:
+    from resumable.core.types import ResumeSet
 
 WORKFLOW_STALE_SECONDS: Final = 30 * 60.0
 NO_OVERLAY_HINT: Final = (
@@ -362,7 +365,7 @@ def claude_launched(doc: Mapping[str, Any]) -> bool:
     run-status.mjs's ``legacy-workflow`` kind), for which "no live workflow" is news, as run-status.mjs says it."""
     from resumable.core.recipe import classify
 
-    no_set: dict[str, Any] = {"skip": [], "eligible": [], "dep_blocked": {}}  # only the kind is asked
+    no_set: ResumeSet = {"skip": [], "eligible": [], "dep_blocked": {}}  # only the kind is asked
     return bool(classify(doc, "", rs=no_set)["kind"] == "legacy-workflow")
 
 
