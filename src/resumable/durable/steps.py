@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from resumable.core import verbs
@@ -27,7 +28,7 @@ from resumable.core.durations import MAX_DAYS, MAX_SECONDS
 from resumable.core.model import MAX_NESTING, MAX_UNIT_ID, check_unit_id
 
 # Settled is a run-time alias, so Event is imported at run time here (typing is loaded anyway).
-from resumable.core.types import Event
+from resumable.core.types import Attempt, Event
 from resumable.durable import codec
 from resumable.durable.attempts import Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
 from resumable.durable.digest import Recorded, recorded_error
@@ -226,9 +227,9 @@ class Step:
             out["parent"] = stack[-1]
         return out
 
-    def on_failed(self, call: Call) -> Any:
-        def record(attempt: dict[str, Any]) -> None:
-            error = attempt.get("error") or {}
+    def on_failed(self, call: Call) -> Callable[[Attempt], None]:
+        def record(attempt: Attempt) -> None:
+            error: Mapping[str, Any] = attempt.get("error") or {}
             self.engine.add_pre(call, [verbs.unit(call.uid, "failed", attempt=attempt, fields=self.fields(),
                                                   note=codec.error_line(error))])
             call.n += 1
@@ -251,8 +252,7 @@ class Step:
         if earlier:
             events += [verbs.unit(call.uid, "failed", attempt=a, fields=fields,
                                   note=codec.error_line(a.get("error") or {})) for a in out.attempts[:-1]]
-        # An attempt record (durable.attempts builds them as plain dicts: typing them is its to do).
-        last: Any = out.attempts[-1]
+        last = out.attempts[-1]
         final: Event
         if out.ok:
             done = {**fields, "version": self.version, "result": field}
