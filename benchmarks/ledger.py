@@ -2,14 +2,14 @@
 
 For a CLI ``write`` and ``read`` (real processes, median of ``--repeat`` calls):
   * ``python3 -c pass``: what any Python command costs before it does anything;
-  * the seed's approach: a script doing what ``checkpoint_manager.py`` and its handlers do (argparse,
+  * OmniNode's approach: a script doing what ``checkpoint_manager.py`` and its handlers do (argparse,
     a Pydantic v2 model, PyYAML's ``yaml.dump``, ``mkstemp`` + write + fsync + ``os.link``; the read
     globs the phase's files, sorts by attempt and validates the newest);
   * ``resumable checkpoint write`` (no ``--attempt``: the attempt is claimed atomically) / ``read``;
 at 10 and at 10,000 checkpoints under one ticket (one run directory: the worst case for scanning).
-Then ``resumable checkpoint list`` of the 10,000 (floor: under 2 s), and the seed's approach to it.
+Then ``resumable checkpoint list`` of the 10,000 (floor: under 2 s), and OmniNode's approach to it.
 
-The seed's approach needs Pydantic: ``pip install 'resumable-runs[bench]'`` (or ``pip install pydantic``).
+OmniNode's approach needs Pydantic: ``pip install 'resumable-runs[bench]'`` (or ``pip install pydantic``).
 """
 
 from __future__ import annotations
@@ -170,14 +170,14 @@ def median(samples: list[float]) -> float:
 
 
 def main() -> int:
-    p = parser("CLI write/read/list of the checkpoint ledger against python -c pass and the seed's approach.")
+    p = parser("CLI write/read/list of the checkpoint ledger against python -c pass and OmniNode's approach.")
     p.add_argument("--repeat", type=int, default=15, help="calls per measurement (median reported)")
     p.add_argument("--big", type=int, default=10_000, help="checkpoints under one ticket for the large case")
     args = p.parse_args()
     try:
         import pydantic  # noqa: F401
     except ImportError:
-        print("benchmarks.ledger needs Pydantic for the seed's approach: pip install 'resumable-runs[bench]' "
+        print("benchmarks.ledger needs Pydantic for OmniNode's approach: pip install 'resumable-runs[bench]' "
               "(or: pip install pydantic)", file=sys.stderr)
         return 2
     python = sys.executable
@@ -188,7 +188,7 @@ def main() -> int:
         print(f"repeat: {args.repeat} calls per figure (median)\n")
         bare = median([timed([python, "-c", "pass"]) for _ in range(args.repeat)])
         print(f"python3 -c pass: {bare * 1000:.1f} ms\n")
-        heads = ("ours ms", "seed ms", "ours/pass", "seed/pass", "ours/seed")
+        heads = ("ours ms", "omni ms", "ours/pass", "omni/pass", "ours/omni")
         print(f"{'size':>7}  {'op':<5} " + " ".join(f"{h:>9}" for h in heads))
         worst = 0.0
         for size in (10, args.big):

@@ -80,10 +80,10 @@ def test_an_unreadable_run_is_an_error_not_an_empty_history(tmp_path: Path) -> N
     before = (runs / "bad.json").read_bytes()
     assert_error(cli("log", "bad", runs=runs), 1, "bad.json")
     assert (runs / "bad.json").read_bytes() == before
-    # A readable run written by a seed tool has a document and no history: said so, exit 0.
+    # A readable run written by checkpoint.mjs has a document and no history: said so, exit 0.
     (runs / "seed.json").write_text(json.dumps({"schemaVersion": 2, "id": "seed", "task": "t",
                                                 "status": "running", "units": {}}))
     got = cli("log", "seed", runs=runs)
     assert (got.returncode, got.stdout) == (0, "")
-    assert got.stderr == (f"resumable: warning: run seed: no history recorded (a run written by a seed tool keeps"
+    assert got.stderr == (f"resumable: warning: run seed: no history recorded (a run written by checkpoint.mjs keeps"
                           f" only its document); `resumable status seed --dir {runs}` shows the run\n")

@@ -52,7 +52,7 @@ def log_command(run: str | None, as_json: bool, since: int, runs_dir: str | None
             out.write(f"{at}  #{record.seq:<6} {escape_controls(describe(event))}\n")
     out.flush()
     if not shown and not as_json:
-        why = f"after #{since}" if since else "recorded (a run written by a seed tool keeps only its document)"
+        why = f"after #{since}" if since else "recorded (a run written by checkpoint.mjs keeps only its document)"
         option = discovery.store_option(backend)
         show = recipe.command(["resumable", "status", picked.entry.run_id, *(option or ())])
         warn(f"run {picked.entry.run_id}: no history {why}; `{show}` shows the run")

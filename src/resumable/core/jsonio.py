@@ -436,3 +436,25 @@ def stdlib_loads(text: str | bytes, **options: Any) -> Any:
     import json
 
     return json.loads(text, **options)
+
+
+def sorted_ascii_encoder() -> Callable[[Any], str]:
+    """An encoder of the standard library's compact, key-sorted, ASCII-only JSON that refuses NaN:
+    the text a durable call's key is hashed over, whose bytes must never change. A dict goes
+    through the C encoder made once with no circular-reference markers (a call's caller refuses a
+    value that holds itself, as nested too deep, before it is encoded), a fifth of ``encode``'s
+    cost on the hot path of every durable call."""
+    import json
+
+    encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encoder.encode
+    c_encode = make(None, encoder.default, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, False)
+
+    def encode(value: Any) -> str:
+        if type(value) is dict:
+            return "".join(c_encode(value, 0))
+        return encoder.encode(value)
+
+    return encode

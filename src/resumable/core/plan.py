@@ -1,8 +1,8 @@
 """Pure planning over a document: the resume set, dependency checks, and DAG order.
 
-The resume algorithm is the seed's (only ``done`` skips; a unit whose deps are all done is eligible;
-otherwise it is dep_blocked on the root of its chain of not-done deps), made null-safe, plus what the
-seed silently got wrong: deps naming unknown units and dependency cycles are reported in the output.
+The resume algorithm is ulpi's checkpoint.mjs's (only ``done`` skips; a unit whose deps are all done is eligible;
+otherwise it is dep_blocked on the root of its chain of not-done deps), made null-safe, plus what
+checkpoint.mjs silently got wrong: deps naming unknown units and dependency cycles are reported in the output.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> ResumeSet
     ``diagnostics`` and when present, ``"unknown_deps": {unit: [dep, ...]}``,
     ``"cycles": [[a, b, ...], ...]`` and ``"malformed": [...]``.
 
-    The seed walks from each blocked unit to its chain root afresh, which is O(N^2) on a long
+    checkpoint.mjs walks from each blocked unit to its chain root afresh, which is O(N^2) on a long
     chain (hours at 100,000 units). Here each node's root is memoised, in O(N): on an acyclic walk
     every node passed shares the end node; when a walk closes a cycle at node c, the nodes before c
     resolve to c and each node of the cycle to itself (its own walk first revisits itself), which
-    is exactly what the seed's walk answers. Readers that only show the set (status) skip the
+    is exactly what checkpoint.mjs's walk answers. Readers that only show the set (status) skip the
     diagnostics, whose cycle search costs a fraction of a second at 100,000 units.
     """
     units = units_of(doc)

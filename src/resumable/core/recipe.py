@@ -1,11 +1,11 @@
 """The resume recipe: how to resume a run, classified from its persisted launch descriptor. Pure.
 
-Kinds (the seed's four, seed-contracts §1.6, plus our own):
+Kinds (run-status.mjs's four, plus our own):
 - ``resumable``: written by `resumable run` as ``{"kind": "resumable", "argv": [...], "cwd": ...}``;
   runnable, replayed as its exact argv, each token shell-quoted.
-- ``codex-cli``: a seed descriptor whose scriptPath basename is ``pipeline.mjs`` with
+- ``codex-cli``: an ulpi descriptor whose scriptPath basename is ``pipeline.mjs`` with
   ``args.command == "resume"`` and a non-blank ``args.run``; runnable.
-- ``legacy-workflow``: any other well-typed seed descriptor; migration-only, never runnable.
+- ``legacy-workflow``: any other well-typed ulpi descriptor; migration-only, never runnable.
 - ``no-launch``: no descriptor, or a malformed one; never runnable.
 - ``unreadable``: the run file itself could not be read.
 
@@ -15,13 +15,12 @@ finished work or runs the wrong thing.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from resumable.core import plan
+from resumable.core import jsonio, plan
 from resumable.core.model import json_type_name
 
 TYPE_CHECKING = False
@@ -29,22 +28,22 @@ if TYPE_CHECKING:
     from resumable.core.types import ResumeSet
 
 _BARE: Final = re.compile(r"^[A-Za-z0-9._/@:=+-]+$")
-# pipeline.mjs's SAFE_ID (seed-contracts §1.7): an id it rejects must not be printed as a command.
+# pipeline.mjs's SAFE_ID: an id it rejects must not be printed as a command.
 _PIPELINE_SAFE_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def shquote(token: str) -> str:
-    """The seed's shquote: bare when only safe characters, else single-quoted ('\\'' for ')."""
+    """run-status.mjs's shquote: bare when only safe characters, else single-quoted ('\\'' for ')."""
     if _BARE.match(token):
         return token
     return "'" + token.replace("'", "'\\''") + "'"
 
 
 def resume_set(doc: Mapping[str, Any]) -> ResumeSet:
-    """The seed-shaped resume set ``{skip, eligible, dep_blocked: {unit: root}}``, null-safe, in
+    """The checkpoint.mjs-shaped resume set ``{skip, eligible, dep_blocked: {unit: root}}``, null-safe, in
     O(N), without the planner's diagnostics (their cycle search is not worth a status view's time).
     Units of steps removed from the job file are left out: a re-run will not run them, and the
-    view counts them in no done/total (the seed's own ``resume`` verb still lists every unit)."""
+    view counts them in no done/total (checkpoint.mjs's own ``resume`` verb still lists every unit)."""
     units = doc.get("units")
     if isinstance(units, dict) and any(isinstance(u, dict) and u.get("removed") is True
                                        for u in units.values()):
@@ -78,7 +77,7 @@ def launched_by(doc: Mapping[str, Any]) -> str | None:
     and resumable's other commands), ``submit`` (`resumable submit`: its steps run on workers),
     ``script`` (a program using the Python API, which records its interpreter as the command; or an
     interactive session, which records no command but did start a session); None for runs of other
-    tools (the seed verbs, an agent), which hold no lease."""
+    tools (the low-level verbs, an agent), which hold no lease."""
     launch = doc.get("launch")
     if isinstance(launch, dict) and launch.get("kind") == "resumable":
         argv = launch.get("argv")
@@ -122,8 +121,8 @@ def finish_line(doc: Mapping[str, Any], target: str, store_url: str | None) -> s
     python = argv[0] if isinstance(argv, list) and argv and isinstance(argv[0], str) else "python3"
     # JSON string literals are Python's too, and their double quotes need no escaping in the shell's
     # single quotes.
-    where = f", store_url={json.dumps(store_url)}" if store_url else ""
-    code = f"import resumable; print(resumable.open_run({json.dumps(target)}{where}).finish())"
+    where = f", store_url={jsonio.stdlib_dumps(store_url)}" if store_url else ""
+    code = f"import resumable; print(resumable.open_run({jsonio.stdlib_dumps(target)}{where}).finish())"
     return command([python, "-c", code])
 
 
@@ -157,13 +156,13 @@ def _pipeline(
     run: Any, run_id: Any, rs: ResumeSet, no_launch: Callable[[str], dict[str, Any]]
 ) -> dict[str, Any]:
     """The descriptor of a pipeline.mjs `resume --run <run>` launch."""
-    # Two seed bugs fixed here: a descriptor naming another run was printed as if it were this
+    # Two bugs of run-status.mjs fixed here: a descriptor naming another run was printed as if it were this
     # one's, and an id the pipeline's SAFE_ID rejects was printed as a command that fails.
     if isinstance(run_id, str) and run != run_id:
         return no_launch(f"the launch descriptor resumes run {run!r}, not this run {run_id!r}")
     if not _PIPELINE_SAFE_ID.match(run) or ".." in run:
         return no_launch(f"run id {run!r} is not one pipeline.mjs accepts")
-    # Exactly the seed's command: its users run it from the pipeline's directory.
+    # Exactly run-status.mjs's command: its users run it from the pipeline's directory.
     argv = ["pipeline.mjs", "resume", "--run", run]
     return {
         "runnable": True,
@@ -184,7 +183,7 @@ def classify(
     rs: ResumeSet | None = None,
     store: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The resume descriptor of a readable run (the seed's `--resume --json` shape).
+    """The resume descriptor of a readable run (run-status.mjs's `--resume --json` shape).
 
     ``file`` is the run's absolute location; ``here`` is the caller's working directory: a
     `cd <cwd> &&` prefix is added when it differs from the directory the run was launched in.
@@ -234,7 +233,7 @@ def classify(
         "kind": "legacy-workflow",
         "migrationOnly": True,
         "reason": "the launch descriptor is not a command this tool or pipeline.mjs can replay",
-        "legacyLaunch": dict(launch),  # passed through unchanged, as the seed's --json does
+        "legacyLaunch": dict(launch),  # passed through unchanged, as run-status.mjs's --json does
         "resumeSet": rs,
     }
 
@@ -254,7 +253,7 @@ def unreadable(file: str, reason: str) -> dict[str, Any]:
 def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None, file: str | None = None, *,
                 notes: Sequence[str] | None = None) -> list[str]:
     """The `--resume` text: `#` comment lines (pasteable into a shell) and, only for a runnable
-    recipe, the command. A legacy descriptor is shown as the seed shows it, with ``args.statusFile``
+    recipe, the command. A legacy descriptor is shown as run-status.mjs shows it, with ``args.statusFile``
     set to the run's file (``file``) when it has none. ``notes``: what works on a live run now (its
     comment lines, ``view.liveness``), when a reader could ask the store."""
     kind = desc.get("kind")
@@ -291,10 +290,10 @@ def render_text(desc: Mapping[str, Any], doc: Mapping[str, Any] | None = None, f
         if file is not None:
             shown_args.setdefault("statusFile", file)
         shown = {"scriptPath": shown.get("scriptPath"), "args": shown_args}
-        out.extend(json.dumps(shown, indent=2, ensure_ascii=False).splitlines())
+        out.extend(jsonio.stdlib_dumps(shown, indent=2, ensure_ascii=False).splitlines())
         return out
     out.append(f"# NON-RUNNABLE: {desc.get('reason')}.")
     out.append("# No command is printed; below is what a resume would skip and re-run.")
     out.append(f"# {set_line(rs)}")
-    out.extend(json.dumps(rs, indent=2).splitlines())
+    out.extend(jsonio.stdlib_dumps(rs, indent=2).splitlines())
     return out

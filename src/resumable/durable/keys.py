@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import json
 import math
 from typing import Any
 
+from resumable.core import jsonio
 from resumable.core.model import MAX_UNIT_ID, check_unit_id
 from resumable.errors import InvalidInputError
 
@@ -39,20 +39,8 @@ KEY_HEX = 20  # 80 bits: a collision among a billion calls of one step is about 
 READABLE_MAX = 64  # characters of a readable key: longer values are hashed, so ids stay short
 _HEX = frozenset("0123456789abcdef")
 
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
-def _c_canonical() -> Any:
-    """The C encoder ``_ENCODER`` uses, made once: it keeps no state between calls when it is given
-    no circular-reference markers, which ``_why_not_json`` makes unnecessary (a value that holds
-    itself is refused as nested too deep before it is encoded). None where the C encoder is absent."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return None
-    return make(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, False)
-
-
-_C_ENCODE = _c_canonical()
+# The canonical text a call's key is hashed over (core.jsonio: the standard library's exact text).
+_ENCODE = jsonio.sorted_ascii_encoder()
 _SCALARS = (str, int, float, bool)
 
 
@@ -98,9 +86,7 @@ def canonical(value: Any, what: str = "value") -> str:
 def _encode(value: Any, what: str) -> str:
     """The canonical JSON text of a value ``_why_not_json`` accepted."""
     try:
-        if _C_ENCODE is not None and type(value) is dict:
-            return "".join(_C_ENCODE(value, 0))
-        return _ENCODER.encode(value)
+        return _ENCODE(value)
     except ValueError as exc:  # e.g. an int beyond the interpreter's digit limit
         raise UnkeyableArguments(f"{what} cannot be written as JSON ({exc})") from exc
 

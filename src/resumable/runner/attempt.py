@@ -67,7 +67,7 @@ def next_attempt_number(unit: object) -> int:
     return max([n for n in ns if isinstance(n, int)], default=0) + 1
 
 
-MISSING_ARTIFACT_EXIT = -2  # the seed's code for "exited 0 but the artifact is missing"
+MISSING_ARTIFACT_EXIT = -2  # checkpoint-run's code for "exited 0 but the artifact is missing"
 
 
 def classify(step: Step, code: int, log: str, *, interrupted: bool, timed_out: bool

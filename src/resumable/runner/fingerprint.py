@@ -3,7 +3,7 @@
 A fingerprint has separate parts (command, env, cwd, each input file's content) so that a re-run can
 say *which* one changed. Files are compared by content (SHA-256), but each record also keeps the
 file's size, mtime_ns and inode when it was hashed: a file whose three are unchanged is not read
-again (rehashing a multi-gigabyte input on every resume is the seed's weakness 3.6(4)). The records
+again (rehashing a multi-gigabyte input on every resume is checkpoint-run's weakness). The records
 are stored with the run, on each unit, so this holds across runs and processes.
 """
 

@@ -1,4 +1,4 @@
-"""Job descriptions: a TOML job file -> a :class:`Job` (the seed's ``--step`` flags: ``jobflags``).
+"""Job descriptions: a TOML job file -> a :class:`Job` (checkpoint-run's ``--step`` flags: ``jobflags``).
 
 Everything here is validated up front: a job that reaches the scheduler has known ids, known
 ``needs``, no cycles and well-typed values, so a typo never surfaces halfway through a long run.
@@ -67,7 +67,7 @@ class Step:
 
     @property
     def command_text(self) -> str:
-        """The command as the user wrote it, for display and for the seed's "command" field."""
+        """The command as the user wrote it, for display and for checkpoint-run's "command" field."""
         if isinstance(self.command, str):
             return self.command
         import shlex

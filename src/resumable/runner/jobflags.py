@@ -1,4 +1,4 @@
-"""The seed's ``--step ID:COMMAND`` flags (checkpoint-run compatible) -> a :class:`Job`."""
+"""checkpoint-run's ``--step ID:COMMAND`` flags (checkpoint-run compatible) -> a :class:`Job`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from resumable.runner.jobfile import DEFAULT_BACKOFF, DEFAULT_GRACE, Job, Step, 
 
 
 def _split_pair(value: str, flag: str) -> tuple[str, str]:
-    # Split at the FIRST ':' as the seed does, so commands may contain ':' but ids may not.
+    # Split at the FIRST ':' as checkpoint-run does, so commands may contain ':' but ids may not.
     sid, sep, rest = value.partition(":")
     if not sep or not sid.strip() or not rest.strip():
         raise UsageError(f"{flag} {value!r}: expected ID:VALUE with a non-empty id and value")
@@ -30,8 +30,8 @@ def job_from_flags(
     grace: float = DEFAULT_GRACE,
     cwd: str | None = None,
 ) -> Job:
-    """The seed's flags: steps run one after another in the order given (no ``needs``; the
-    scheduler keeps declaration order and stops at the first failure, as the seed does)."""
+    """checkpoint-run's flags: steps run one after another in the order given (no ``needs``; the
+    scheduler keeps declaration order and stops at the first failure, as checkpoint-run does)."""
     check_step_id(name, "--job")
     base = os.path.abspath(cwd or os.getcwd())
     order: list[str] = []
@@ -53,7 +53,7 @@ def job_from_flags(
             if sid not in commands:
                 raise UsageError(f"{flag} {v!r}: no --step with id {sid!r}")
             out.setdefault(sid, "")
-            # Several artifacts per id are allowed and all are required (seed [I] choice b).
+            # Several artifacts per id are allowed and all are required, as in checkpoint-run.
             out[sid] = f"{out[sid]}\0{val}" if out[sid] else val
         return out
 

@@ -1,4 +1,4 @@
-"""``--logs-dir DIR``: ``DIR/<id>.log`` is always the latest attempt's log, as the seed names it.
+"""``--logs-dir DIR``: ``DIR/<id>.log`` is always the latest attempt's log, as checkpoint-run names it.
 
 Each attempt writes its own numbered file, ``DIR/<id>.<n>.log``, which its attempt record names
 for good (an earlier attempt's output is evidence, and a record must not come to name another

@@ -23,7 +23,7 @@ class RunOptions:
     jobfile: str | None = None  # the TOML job file; None: resumable.toml, here or in a parent directory
     targets: tuple[str, ...] = ()  # steps to run with everything they need (make's targets); () = all
     job: str | None = None  # the job name = run id (--job)
-    steps: tuple[str, ...] = ()  # the seed's --step ID:COMMAND, in order
+    steps: tuple[str, ...] = ()  # checkpoint-run's --step ID:COMMAND, in order
     state_dir: str | None = None  # --dir / --state-dir: the runs directory
     store: str | None = None  # --store: a PostgreSQL URL
     jobs: int = 1

@@ -1,6 +1,6 @@
 """Step processes: each step in its own session, output to a log file, whole-group termination.
 
-Hazards guarded against (seed weakness 3.6(1)):
+Hazards guarded against (each one a weakness of checkpoint-run):
 - killing only the shell leaves grandchildren running: every step gets its own session
   (``start_new_session``), and signals go to the process group;
 - a grandchild holding stdout open makes a pipe reader hang after the kill: output goes to a file,

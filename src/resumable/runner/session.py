@@ -346,7 +346,7 @@ def _log_path(opts: RunOptions, handle: RunHandle, warn: Any, follow: Any = None
             return step.log
         numbered = os.path.join(logs_dir, f"{step.id}.{n}.log")
         if opts.logs_dir:
-            # The seed's name for a step's log, DIR/<id>.log, is the latest attempt's.
+            # checkpoint-run's name for a step's log, DIR/<id>.log, is the latest attempt's.
             from resumable.runner import latestlog
 
             problem = latestlog.point(numbered, latestlog.latest_name(logs_dir, step.id))

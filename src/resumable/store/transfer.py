@@ -12,7 +12,7 @@ to (a version 1 file never carried them) is refused, never imported half.
 
 Import replays the history through the target store's checkpoint rules (``core.events.apply``),
 so the target builds the document exactly as the source did; the events keep their stamps. A
-history that starts from an adopted document (a seed file's ``base``) gets an ``init`` first. A
+history that starts from an adopted document (an ulpi or OmniNode file's ``base``) gets an ``init`` first. A
 store that can (``RunImporter``: PostgreSQL) imports in one transaction, whole or not at all.
 """
 
@@ -159,7 +159,7 @@ def plan_import(run_id: str, history: list[Event]) -> list[list[Event]]:
     """The commits that rebuild the run: its init alone, then everything else at once."""
     first, rest = history[0], history[1:]
     if first.get("t") != "init":
-        # A run whose history starts from an adopted document (a seed file): an init to adopt it into.
+        # A run whose history starts from an adopted document (an ulpi or OmniNode file): an init to adopt it into.
         at = first.get("at")
         init: Event = {"t": "init", "id": run_id, "task": "imported", "units": [],
                        "at": at if isinstance(at, str) else stamp()}
