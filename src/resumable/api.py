@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any, ParamSpec, TypeVar, overload
 
-    from resumable.core.types import Event, ResumeSet, Summary
+    from resumable.core.types import Event, ResumeRecipe, ResumeSet, Summary
     from resumable.durable.attempts import StepFailed
     from resumable.durable.codec import Serializer
     from resumable.runner.options import RunOptions
@@ -116,7 +116,7 @@ class Run:
         lines = render_status(self.handle.read(), file=self.location, now=time.time(), width=width)
         return "\n".join(plain(line) for line in lines)
 
-    def resume_recipe(self) -> dict[str, Any]:
+    def resume_recipe(self) -> ResumeRecipe:
         """How to resume this run: ``resumable status --resume --json``'s descriptor."""
         from resumable.core.recipe import classify
 

@@ -25,7 +25,7 @@ from resumable.core.model import json_type_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from resumable.core.types import ResumeSet
+    from resumable.core.types import ResumeRecipe, ResumeSet
 
 _BARE: Final = re.compile(r"^[A-Za-z0-9._/@:=+-]+$")
 # pipeline.mjs's SAFE_ID: an id it rejects must not be printed as a command.
@@ -132,7 +132,7 @@ def _resumable(
     rs: ResumeSet,
     here: str | None,
     store: tuple[str, str] | None,
-) -> dict[str, Any] | None:
+) -> ResumeRecipe | None:
     """The descriptor of a `resumable` launch, or None when its argv is not a list of strings."""
     argv = launch.get("argv")
     if not (isinstance(argv, list) and argv and all(isinstance(t, str) for t in argv)):
@@ -153,8 +153,8 @@ def _resumable(
 
 
 def _pipeline(
-    run: Any, run_id: Any, rs: ResumeSet, no_launch: Callable[[str], dict[str, Any]]
-) -> dict[str, Any]:
+    run: Any, run_id: Any, rs: ResumeSet, no_launch: Callable[[str], ResumeRecipe]
+) -> ResumeRecipe:
     """The descriptor of a pipeline.mjs `resume --run <run>` launch."""
     # Two bugs of run-status.mjs fixed here: a descriptor naming another run was printed as if it were this
     # one's, and an id the pipeline's SAFE_ID rejects was printed as a command that fails.
@@ -182,7 +182,7 @@ def classify(
     here: str | None = None,
     rs: ResumeSet | None = None,
     store: tuple[str, str] | None = None,
-) -> dict[str, Any]:
+) -> ResumeRecipe:
     """The resume descriptor of a readable run (run-status.mjs's `--resume --json` shape).
 
     ``file`` is the run's absolute location; ``here`` is the caller's working directory: a
@@ -194,7 +194,7 @@ def classify(
     run_id = doc.get("id")
     launch = doc.get("launch")
 
-    def no_launch(reason: str) -> dict[str, Any]:
+    def no_launch(reason: str) -> ResumeRecipe:
         return {
             "runnable": False,
             "kind": "no-launch",
@@ -238,7 +238,7 @@ def classify(
     }
 
 
-def unreadable(file: str, reason: str) -> dict[str, Any]:
+def unreadable(file: str, reason: str) -> ResumeRecipe:
     return {
         "runnable": False,
         "kind": "unreadable",

@@ -126,6 +126,17 @@ class Fingerprint(TypedDict):
     needs: NotRequired[dict[str, str]]
 
 
+class StoredResult(TypedDict, total=False):
+    """A durable function's recorded value (its unit's ``result``): inline JSON (``value``), a
+    serializer's bytes in base64 (``b64``), or a blob of ``size`` bytes named by ``ref``."""
+
+    codec: Required[str]  # "json", or the serializer's name
+    value: Any  # the user's own data
+    b64: str
+    ref: str
+    size: int
+
+
 class Phase(TypedDict, total=False):
     status: Required[PhaseState]
     updatedAt: str
@@ -187,6 +198,27 @@ class ResumeSet(TypedDict):
     unknown_deps: NotRequired[dict[str, list[str]]]  # unit -> the needs that name no unit
     cycles: NotRequired[list[list[str]]]
     malformed: NotRequired[list[str]]  # units without a readable status
+
+
+RecipeKind = Literal["resumable", "codex-cli", "no-launch", "legacy-workflow", "unreadable"]
+
+
+class ResumeRecipe(TypedDict, total=False):
+    """How to resume a run: ``status --resume --json``'s descriptor (``core.recipe.classify``). A
+    runnable one says the command; one that is not says why (``reason``)."""
+
+    runnable: Required[bool]
+    kind: Required[RecipeKind]
+    run: Any  # the run's id as its document holds it
+    command: str
+    argv: list[str]
+    cwd: str | None
+    shell: str  # the command as one line to paste into a shell
+    resumeSet: ResumeSet
+    migrationOnly: bool
+    reason: str
+    legacyLaunch: dict[str, Any]  # a launch descriptor no one can replay, passed through as found
+    file: str  # where the unreadable run is
 
 
 class Summary(TypedDict):

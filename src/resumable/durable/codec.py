@@ -27,7 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from resumable.core.types import StepError
+    from resumable.core.types import StepError, StoredResult
 
 INLINE_LIMIT = 64 * 1024  # encoded results above this go to a blob (handle.put_blob)
 _TRACEBACK_CHARS = 4000
@@ -84,7 +84,7 @@ class Blobs(Protocol):
     def get_blob(self, ref: str) -> bytes: ...
 
 
-def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -> tuple[dict[str, Any], Any, int]:
+def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -> tuple[StoredResult, Any, int]:
     """(the ``result`` field to record, the value the call returns, a bound on how deep the field
     nests). Blobs are stored here, before the record that names them is committed. A JSON text of n
     characters nests at most n // 2 levels (each level opens and closes a bracket)."""
@@ -113,7 +113,7 @@ def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -
     if not isinstance(raw, bytes):
         raise InvalidInputError(f"serializer {serializer.name!r} returned {type(raw).__name__}, not bytes")
     if len(raw) > INLINE_LIMIT * 3 // 4:  # base64 grows it by a third
-        field: dict[str, Any] = {"codec": serializer.name, "ref": blobs.put_blob(raw), "size": len(raw)}
+        field: StoredResult = {"codec": serializer.name, "ref": blobs.put_blob(raw), "size": len(raw)}
     else:
         field = {"codec": serializer.name, "b64": base64.b64encode(raw).decode("ascii")}
     return field, serializer.loads(raw), 1
