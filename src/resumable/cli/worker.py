@@ -49,9 +49,11 @@ def worker_command(ctx: click.Context, store_url: str | None, runs: tuple[str, .
     worker that dies loses them and another worker takes each step over. SIGTERM or Ctrl-C: stop
     claiming, let running steps finish within --grace, hand the rest back; exit 130."""
     from resumable.core.model import check_run_id
+    from resumable.runner.process import seal_inherited_fds
     from resumable.runner.submission import LineSink
     from resumable.runner.worker import Worker, WorkerOptions, install_signal_handlers
 
+    seal_inherited_fds()  # what the shell left open is not the steps' to inherit: they start by posix_spawn
     for run_id in runs:
         check_run_id(run_id)
     backend = work_queue(store_url)
