@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from resumable import fsio
 from resumable.core import verbs
@@ -35,6 +35,30 @@ class Attempt:
     timed_out: bool = False
     interrupted: bool = False
     launching: bool = False  # handed to a launcher thread, not started yet
+
+
+class Timed(Protocol):
+    """A running step as the local runner and a worker both keep it: what its timeout needs."""
+
+    step: Step
+    handle: StepHandle
+    deadline: float | None
+    kill_at: float | None
+    killed: bool
+    timed_out: bool
+
+
+def enforce_timeout(a: Timed, now: float, *, exempt: bool = False) -> None:
+    """A step past its deadline is sent SIGTERM, and SIGKILL once its grace has passed. ``exempt``:
+    the step is already being stopped for another reason (an interrupt, a hand-back), so running
+    out of time now is not its outcome."""
+    if a.deadline is not None and not a.timed_out and not exempt and now >= a.deadline:
+        a.timed_out = True
+        a.handle.terminate()
+        a.kill_at = now + a.step.grace
+    elif a.kill_at is not None and not a.killed and now >= a.kill_at:
+        a.handle.kill()
+        a.killed = True
 
 
 @dataclass

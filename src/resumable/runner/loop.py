@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from resumable.core import policy
 from resumable.core.policy import RetryPolicy
-from resumable.runner.attempt import Attempt, Draining, Outcome, next_attempt_number
+from resumable.runner.attempt import Attempt, Draining, Outcome, enforce_timeout, next_attempt_number
 
 if TYPE_CHECKING:
     from resumable.runner.scheduler import Scheduler
@@ -120,13 +120,7 @@ class Loop:
                 continue
             code = a.handle.poll()
             if code is None:
-                if a.deadline is not None and not a.timed_out and not a.interrupted and now >= a.deadline:
-                    a.timed_out = True
-                    a.handle.terminate()
-                    a.kill_at = now + a.step.grace
-                elif a.kill_at is not None and not a.killed and now >= a.kill_at:
-                    a.handle.kill()
-                    a.killed = True
+                enforce_timeout(a, now, exempt=a.interrupted)
                 continue
             del self.running[sid]
             status = self.s.finish(a, code, now)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from resumable.errors import ResumableError, StoreError
 from resumable.runner import fingerprint as fp
 from resumable.runner import process
-from resumable.runner.attempt import FailedSpawn
+from resumable.runner.attempt import FailedSpawn, enforce_timeout
 from resumable.runner.stepspec import from_spec
 from resumable.runner.worker_attempt import (
     Draining,
@@ -266,13 +266,7 @@ class Worker:
         for key, a in list(self.running.items()):
             code = a.handle.poll()
             if code is None:
-                if a.deadline is not None and not a.timed_out and not a.handing_back and now >= a.deadline:
-                    a.timed_out = True
-                    a.handle.terminate()
-                    a.kill_at = now + a.step.grace
-                elif a.kill_at is not None and not a.killed and now >= a.kill_at:
-                    a.handle.kill()
-                    a.killed = True
+                enforce_timeout(a, now, exempt=a.handing_back)
                 continue
             del self.running[key]
             ended.append((a, code))
