@@ -172,7 +172,7 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions) -> int:
     """--dry-run and --explain: the decisions, printed; nothing executed or written."""
     from resumable.core.text import escape_controls
 
-    doc = handle.load() or {}
+    doc: Mapping[str, Any] = handle.load() or {}
     units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
     assert isinstance(units, dict)
     if job.reconcile is not None:
