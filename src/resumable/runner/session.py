@@ -143,11 +143,8 @@ def _run(opts: RunOptions) -> int:
         from resumable.store.backend import WorkQueue
 
         if isinstance(backend, WorkQueue):  # a store whose steps run on workers
-            if opts.targets:
-                raise UsageError("target steps are not supported with a PostgreSQL store yet; run the whole"
-                                 " job, or run the targets with a runs directory (--dir)")
             from resumable.runner.submission import run_job_on
-            return run_job_on(job, backend, opts)
+            return run_job_on(job, backend, opts, work)
         return execute(job, backend, handle, opts, work)
     finally:
         backend.close()
@@ -175,7 +172,7 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions) -> int:
     """--dry-run and --explain: the decisions, printed; nothing executed or written."""
     from resumable.core.text import escape_controls
 
-    doc = handle.load() or {}
+    doc: Mapping[str, Any] = handle.load() or {}
     units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
     assert isinstance(units, dict)
     if job.reconcile is not None:

@@ -288,7 +288,7 @@ class RunImporter(Protocol):
     value, or nothing (a process killed half way leaves no run behind)."""
 
     def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
-                   blobs: Mapping[str, bytes]) -> dict[str, Any]:
+                   blobs: Mapping[str, bytes]) -> Doc:
         """Create ``run_id`` from ``batches`` (its init alone, then the rest of its history) and
         ``blobs`` (ref -> bytes, checked by the caller); the rebuilt document. ``RefusedError``
         (``store.transfer.AlreadyThere``) when a run with the id exists."""

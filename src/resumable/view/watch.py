@@ -22,7 +22,7 @@ from resumable.view.printer import Printer
 from resumable.view.status import LIVE, Line
 
 if TYPE_CHECKING:
-    from resumable.store.backend import RunHandle
+    from resumable.store.backend import Doc, RunHandle
 
 WATCH_INTERVAL = 0.5  # seconds between two checks of the run's change token
 TICK = 1.0  # re-render this often even without a change, so elapsed times move
@@ -53,7 +53,7 @@ def await_run(find: Callable[[], Any], until: float | None, printer: Printer, wh
 
 def watch(
     handle: RunHandle,
-    frame: Callable[[dict[str, Any], float], list[Line]],
+    frame: Callable[[Doc, float], list[Line]],
     printer: Printer,
     until: float | None = 0.0,
     *,
@@ -127,9 +127,9 @@ def watch(
     return 0
 
 
-def _await_session(handle: RunHandle, token: Hashable, doc: dict[str, Any], printer: Printer,
+def _await_session(handle: RunHandle, token: Hashable, doc: Doc, printer: Printer,
                    until: float | None, wait: Callable[[Hashable], Hashable]
-                   ) -> tuple[Hashable, dict[str, Any]] | None:
+                   ) -> tuple[Hashable, Doc] | None:
     """Wait for the run's next session: (its change token, its document) once it is live, None
     when ``until`` passed first (said in one line)."""
     printer.text(escape_controls(f"run {doc.get('id')} is {doc.get('status')} ({doc.get('result') or 'no result'});"
@@ -151,6 +151,6 @@ def _await_session(handle: RunHandle, token: Hashable, doc: dict[str, Any], prin
     return token, doc
 
 
-def _ended(doc: dict[str, Any]) -> tuple[object, ...]:
+def _ended(doc: Doc) -> tuple[object, ...]:
     """How a run's last session ended, as far as a reader can tell."""
     return doc.get("status"), doc.get("result"), doc.get("updatedAt"), doc.get("ranSeconds")

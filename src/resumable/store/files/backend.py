@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from resumable.core.model import refuse_unreadable
+from resumable.core.model import is_head, refuse_unreadable, unreadable
 from resumable.core.stamps import stamp
 from resumable.errors import NewerFormatError, ResumableError, StoreError
 from resumable.store.files import journal
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from resumable.store.backend import LeaseState
     from resumable.store.files.digests import DigestView
     from resumable.store.files.lease import FileRunnerLease
-    from resumable.store.values import GcResult, Record, RunEntry
+    from resumable.store.values import Doc, GcResult, Record, RunEntry
 
 
 class FileBackend:
@@ -49,8 +49,8 @@ class FileBackend:
     def root(self) -> str:
         return self.runs.path
 
-    def open(self, run: str) -> CheckedRunHandle:
-        return CheckedRunHandle(resolve_run(run, self.runs.path))
+    def open(self, run: str) -> FileRunHandle:
+        return FileRunHandle(resolve_run(run, self.runs.path))
 
     def list_runs(self) -> list[RunEntry]:
         entries = [read_entry(path) for path in run_files(self.runs.path)]
@@ -99,6 +99,8 @@ class FileBackend:
 
 
 class FileRunHandle:
+    """The handle every reader gets (``RunHandle``, ``store.backend``)."""
+
     __slots__ = ("files", "writer")
 
     def __init__(self, files: RunFiles) -> None:
@@ -120,8 +122,12 @@ class FileRunHandle:
     def exists(self) -> bool:
         return self.writer.exists()
 
-    def load(self) -> dict[str, Any] | None:
-        return self.writer.current().doc
+    def load(self) -> Doc | None:
+        """The document, refused in one line when a newer resumable wrote it or it is malformed
+        (``refuse_unreadable``), never handed out to be misread. Writes refuse it on their own path
+        (``shape_problem``)."""
+        doc = self.writer.current().doc
+        return None if doc is None else refuse_unreadable(doc, self.run_id, where_held(self.files))
 
     def load_digests(self) -> DigestView | None:
         """The run's head and every unit's digest through its index (``store.files.digests``), or
@@ -131,12 +137,21 @@ class FileRunHandle:
             return None
         from resumable.store.files import digests  # the counting readers', not a write's
 
-        return digests.load(self.files)
+        view = digests.load(self.files)
+        if view is not None:
+            refuse_unreadable(view.doc, self.run_id, where_held(self.files))
+        return view
 
-    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        return digest(self.files, pick)
+    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[Doc, dict[str, Any]] | None:
+        found = digest(self.files, pick)
+        if found is None:
+            return None
+        head = found[0]
+        if not is_head(head):
+            unreadable({**head, "units": {}}, self.run_id, where_held(self.files))
+        return head, found[1]
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Doc:
         doc = self.load()
         if doc is None:
             if not self.files.by_id and not os.path.isdir(self.files.dir):
@@ -210,32 +225,6 @@ class FileRunHandle:
             self.writer.close()
 
 
-class CheckedRunHandle(FileRunHandle):
-    """The handle every reader gets: a document a newer resumable wrote, or a malformed one, is
-    refused in one line (``refuse_unreadable``), never handed out to be misread. Writes refuse it
-    on their own path (``shape_problem``)."""
-
-    __slots__ = ()
-
-    def load(self) -> dict[str, Any] | None:
-        doc = super().load()
-        if doc is not None:
-            refuse_unreadable(doc, self.run_id, where_held(self.files))
-        return doc
-
-    def load_digests(self) -> DigestView | None:
-        view = super().load_digests()
-        if view is not None:
-            refuse_unreadable(view.doc, self.run_id, where_held(self.files))
-        return view
-
-    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        found = super().digest(pick)
-        if found is not None:
-            refuse_unreadable({**found[0], "units": {}}, self.run_id, where_held(self.files))
-        return found
-
-
 def where_held(files: RunFiles) -> str:
     """The files a run's document comes from, for a message about the document."""
     return ", ".join(p for p in (files.snapshot, files.journal) if os.path.lexists(p)) or files.snapshot
@@ -269,10 +258,10 @@ def read_entry(path: str) -> RunEntry:
     name = os.path.basename(path)
     files = files_for(path)
     try:
-        doc = load(files).doc
-        if doc is None:
+        raw = load(files).doc
+        if raw is None:
             raise StoreError(f"{path}: no such run")
-        refuse_unreadable(doc, name.removesuffix(".json"), where_held(files))
+        doc = refuse_unreadable(raw, name.removesuffix(".json"), where_held(files))
     except ResumableError as exc:
         return RunEntry(name, path, None, str(exc), _mtime_stamp(path), newer=isinstance(exc, NewerFormatError))
     key = ""
