@@ -143,11 +143,8 @@ def _run(opts: RunOptions) -> int:
         from resumable.store.backend import WorkQueue
 
         if isinstance(backend, WorkQueue):  # a store whose steps run on workers
-            if opts.targets:
-                raise UsageError("target steps are not supported with a PostgreSQL store yet; run the whole"
-                                 " job, or run the targets with a runs directory (--dir)")
             from resumable.runner.submission import run_job_on
-            return run_job_on(job, backend, opts)
+            return run_job_on(job, backend, opts, work)
         return execute(job, backend, handle, opts, work)
     finally:
         backend.close()
