@@ -2,7 +2,8 @@
 
 A run that is not running (not started yet, or ended) is waited for: until its next session
 starts (up to ``--wait``, or until Ctrl-C), with one line saying so, and then followed; the
-previous session's screen is not shown, so what stays on the screen is that session's result.
+previous session's screen is not shown, so what stays on the screen is that session's result (a live
+run's frame leaves out the result its document still carries from the session before).
 
 Waiting costs one change-token check per interval (a stat pair in a runs directory, a ``NOTIFY`` in
 PostgreSQL); the document is re-read only when the token moved, and then only the records appended
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from resumable.core.text import escape_controls
 from resumable.errors import ResumableError
@@ -83,7 +84,7 @@ def watch(
         token, doc = started
 
     def lines() -> list[Line]:
-        out = frame(doc, clock())
+        out = frame(_this_session(doc), clock())
         if warning:
             out.append([(f"(last re-read failed: {warning}; showing the previous state)", "yellow")])
         return out
@@ -154,3 +155,13 @@ def _await_session(handle: RunHandle, token: Hashable, doc: Doc, printer: Printe
 def _ended(doc: Doc) -> tuple[object, ...]:
     """How a run's last session ended, as far as a reader can tell."""
     return doc.get("status"), doc.get("result"), doc.get("updatedAt"), doc.get("ranSeconds")
+
+
+def _this_session(doc: Doc) -> Doc:
+    """The document as the watched session stands: a live run has no result yet (the one it
+    carries is the previous session's, kept until this one records its own)."""
+    if doc.get("status") not in LIVE or "result" not in doc:
+        return doc
+    view = dict(doc)
+    del view["result"]
+    return cast("Doc", view)
