@@ -51,7 +51,7 @@ class StepError(TypedDict):
 
     type: str  # its qualified name ("ValueError", "mymodule.Refused")
     message: str
-    traceback: str  # the end of it
+    traceback: NotRequired[str]  # the end of it (none for an error read from a unit's note)
 
 
 class Attempt(TypedDict, total=False):
@@ -328,3 +328,14 @@ class FinalizeEvent(TypedDict):
 
 Event = (InitEvent | BaseEvent | BeginEvent | UnitEvent | InvalidateEvent | PhaseEvent | ItemEvent
          | ResolveEvent | ValidationEvent | FinalizeEvent)
+
+
+class StepFinding(TypedDict):
+    """The open finding for a durable step's unit that did not end done (``durable.finish``)."""
+
+    id: str  # "step-failed:<unit>"
+    kind: Literal["step_failed"]
+    step: str
+    status: str
+    attempts: int
+    summary: str

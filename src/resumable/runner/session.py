@@ -151,11 +151,8 @@ def _run(opts: RunOptions) -> int:
         from resumable.store.backend import WorkQueue
 
         if isinstance(backend, WorkQueue):  # a store whose steps run on workers
-            if opts.targets:
-                raise UsageError("target steps are not supported with a PostgreSQL store yet; run the whole"
-                                 " job, or run the targets with a runs directory (--dir)")
             from resumable.runner.submission import run_job_on
-            return run_job_on(job, backend, opts)
+            return run_job_on(job, backend, opts, work)
         return execute(job, backend, handle, opts, work)
     finally:
         backend.close()
@@ -212,7 +209,7 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: B
     from resumable.runner import verdict
 
     before = verdict.run_files(handle)
-    doc = handle.load() or {}
+    doc: Mapping[str, Any] = handle.load() or {}
     units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
     assert isinstance(units, dict)
     if job.reconcile is not None:

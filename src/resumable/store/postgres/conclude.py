@@ -43,6 +43,8 @@ def conclude(w: RunWriter) -> bool:
         assert isinstance(unit, dict)
         log = unit.get("log")
         ends[sid] = policy.StepEnd(state, tries, unit.get("lastExitCode"), log if isinstance(log, str) else None)
+    if w.row.job.get("targets"):
+        ends = _with_unselected(ends, units)
     verdict = policy.verdict(ends, w.doc)
     for event in verdict.events:
         try:
@@ -52,6 +54,18 @@ def conclude(w: RunWriter) -> bool:
                 raise
             w.apply(verdict.refused(str(exc)))
     return True
+
+
+def _with_unselected(ends: dict[str, policy.StepEnd], units: dict[str, object]) -> dict[str, policy.StepEnd]:
+    """A run of target steps: the job's steps left out (units with no row, not removed) end as
+    their units stand, skipped when done, else not selected, as the local runner's end."""
+    out: dict[str, policy.StepEnd] = {}
+    for sid, unit in units.items():
+        if sid in ends:
+            out[sid] = ends[sid]
+        elif isinstance(unit, dict) and unit.get("removed") is not True:
+            out[sid] = policy.StepEnd("skipped" if unit.get("status") == "done" else "not selected")
+    return out | ends
 
 
 def conclude_run(place: Place, run_id: str) -> bool:
