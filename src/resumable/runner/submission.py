@@ -23,11 +23,12 @@ from resumable.store import store_url
 
 if TYPE_CHECKING:
     from resumable.core.types import Launch
+    from resumable.store.backend import PlanDecision, Submitted
 
 
 def submit_job(queue: Any, job: Job, *, launch: Launch, force: bool = False, keep_going: bool = False,
                max_failures: int | None = None, work: Job | None = None,
-               ) -> tuple[dict[str, Any], dict[str, explain.Decision]]:
+               ) -> tuple[Submitted, dict[str, explain.Decision]]:
     """Record ``job`` as a run (idempotent: a resume when it exists); returns the store's answer
     and the decisions (run or skip, and why), taken on the run's document under its lock.
     ``work``: the job cut down to target steps and what they need (``session.selection``); only
@@ -36,7 +37,7 @@ def submit_job(queue: Any, job: Job, *, launch: Launch, force: bool = False, kee
     work = work or job
     steps = [_step_of(s) for s in work.steps]
 
-    def plan(units: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    def plan(units: Mapping[str, Any]) -> dict[str, PlanDecision]:
         decided.clear()
         decided.update(explain.plan(work, units, force=force))
         for s in steps:
@@ -51,7 +52,7 @@ def submit_job(queue: Any, job: Job, *, launch: Launch, force: bool = False, kee
         options["targets"] = True  # the verdict counts the steps left out as the local runner does
         extra = {"units": [s.id for s in job.steps],
                  "held": lambda sid: _step_of(by_id[sid]) if sid in by_id else None}
-    out: dict[str, Any] = queue.submit(job.name, task=f"resumable run {job.name}", launch=launch, steps=steps,
+    out: Submitted = queue.submit(job.name, task=f"resumable run {job.name}", launch=launch, steps=steps,
                                        plan=plan, options=options,
                                        marks=lambda units: removal_marks(job, units), **extra)
     return out, dict(decided)

@@ -176,7 +176,7 @@ def already_there(run_id: str, root: str) -> AlreadyThere:
                         " first (resumable run --job ID --reset)")
 
 
-def import_run(backend: Backend, export: Export, *, source: str) -> Doc:
+def import_run(backend: Backend, export: Export, *, source: str) -> Mapping[str, Any]:
     """Rebuild the exported run in ``backend``; its document as rebuilt. ``RefusedError`` when a
     run with its id is there already; a history that does not replay is a ``StoreError`` and
     leaves nothing behind."""

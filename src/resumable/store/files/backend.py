@@ -28,7 +28,9 @@ from resumable.store.files.writer import Writer
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator, Sequence
-    from typing import Any
+    from typing import Any, TypeVar
+
+    Picked = TypeVar("Picked")
 
     from resumable.core.types import Event
     from resumable.store.backend import LeaseState
@@ -137,12 +139,9 @@ class FileRunHandle:
             return None
         from resumable.store.files import digests  # the counting readers', not a write's
 
-        view = digests.load(self.files)
-        if view is not None:
-            refuse_unreadable(view.doc, self.run_id, where_held(self.files))
-        return view
+        return digests.load(self.files)  # None for an unreadable document: its load says why
 
-    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[Doc, dict[str, Any]] | None:
+    def digest(self, pick: Callable[[str, Any], Picked]) -> tuple[Doc, dict[str, Picked]] | None:
         found = digest(self.files, pick)
         if found is None:
             return None
@@ -162,7 +161,7 @@ class FileRunHandle:
     def commit(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
         return self.writer.commit(events, lazy_view=lazy_view)
 
-    def runner_holder(self) -> dict[str, Any] | None:
+    def runner_holder(self) -> dict[str, object] | None:
         """The live runner holding this run's lease, as its lease file describes it (pid, host,
         startedAt, secret), or None when no runner holds the run."""
         return runner_holder(self.files)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 
 from resumable import fsio
 from resumable.core.model import check_run_id
@@ -187,6 +188,9 @@ def check_log_dir(directory: str, stem: str, *, create: bool, entries: bool = Tr
         os.close(fd)
         return logs
     try:
+        key = _scan_key(fd)
+        if _scanned_clean(directory, stem, key):
+            return logs
         with os.scandir(fd) as found:
             for e in found:
                 if e.is_symlink():
@@ -199,7 +203,51 @@ def check_log_dir(directory: str, stem: str, *, create: bool, entries: bool = Tr
         raise translate(exc, f"cannot write step logs: {logs}") from exc
     finally:
         os.close(fd)
+    _remember_clean(directory, stem, key)
     return logs
+
+
+# A run of 100,000 steps leaves 100,000 logs, and every runner that takes the lease would list them
+# all. A directory's entries change only with its mtime and ctime (creating, removing or renaming
+# an entry sets both; ctime cannot be set back, not even by utime), so a listing found clean is
+# kept in the runs directory's cache (``cache``, the owner's alone) under the directory's identity
+# and those times, and not made again while they hold. Never for a directory changed in the last
+# seconds: an entry made within the same timestamp tick as the last change would leave them equal.
+_SETTLED_NS = 2_000_000_000
+
+
+def _scan_key(fd: int) -> bytes | None:
+    st = os.fstat(fd)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) <= _SETTLED_NS:
+        return None
+    return b"%d %d %d %d" % (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _scan_name(stem: str) -> str:
+    import hashlib
+
+    return "logscan." + hashlib.sha256(stem.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _scanned_clean(directory: str, stem: str, key: bytes | None) -> bool:
+    if key is None:
+        return False
+    from resumable.store.files import cache
+
+    return cache.read(directory, _scan_name(stem)) == key
+
+
+def _remember_clean(directory: str, stem: str, key: bytes | None) -> None:
+    """Best effort, and only in a runs directory that has a cache already (never a new directory
+    beside a run named by its .json path)."""
+    from resumable.store.files import cache
+
+    if key is None or not os.path.isdir(os.path.join(directory, cache.DIR)):
+        return
+    try:
+        cache.write(directory, _scan_name(stem), key)
+    except (OSError, ValueError):
+        pass
 
 
 def missing_run(files: RunFiles) -> StoreError | NoRunError:

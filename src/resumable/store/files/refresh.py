@@ -19,6 +19,7 @@ from resumable.store.files.loader import Loaded, stat_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 EXACT_SNAPSHOT_BYTES = 64 * 1024
@@ -103,7 +104,7 @@ def sweep_temps(directory: str, stem: str) -> None:
             pass
 
 
-def estimated_bytes(doc: dict[str, Any] | None) -> int:
+def estimated_bytes(doc: Mapping[str, Any] | None) -> int:
     """About what the pretty snapshot of ``doc`` will weigh (a fresh unit prints ~170 bytes)."""
     if doc is None:
         return 0

@@ -42,6 +42,7 @@ from resumable.store.files.layout import RunFiles
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 KEY = "adoptedEventLog"
@@ -64,7 +65,7 @@ def recorded_hash(doc: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def consider(files: RunFiles, doc: dict[str, Any] | None) -> Adoption | None:
+def consider(files: RunFiles, doc: Mapping[str, Any] | None) -> Adoption | None:
     """What the run whose document is ``doc`` (None: no snapshot and no journal) must adopt from
     its event log, or None. Raises CorruptRunError / StoreError (one line) for a log that cannot
     be verified."""
@@ -78,7 +79,7 @@ def consider(files: RunFiles, doc: dict[str, Any] | None) -> Adoption | None:
         raise StoreError(f"{exc} — move it aside to use the snapshot") from exc
 
 
-def _consider(files: RunFiles, doc: dict[str, Any] | None) -> Adoption | None:
+def _consider(files: RunFiles, doc: Mapping[str, Any] | None) -> Adoption | None:
     name = os.path.basename(files.events)
     recorded = recorded_hash(doc)
     if doc is not None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from typing import TypeVar
 
     from resumable.core.policy import RetryPolicy, Settled
+    from resumable.store.backend import Submitted
     from resumable.store.postgres.claims import Claim
     from resumable.store.postgres.db import Connection, Db
     from resumable.store.postgres.lease import PgRunnerLease
@@ -190,7 +191,7 @@ class PgBackend(WorkQueue):
 
     # -- the WorkQueue capability (store.backend) -----------------------------------------------
 
-    def submit(self, run_id: str, **kw: Any) -> dict[str, Any]:
+    def submit(self, run_id: str, **kw: Any) -> Submitted:
         """Record a job as a run (``jobs.submit``)."""
         return jobs.submit(self.place, run_id, **kw)
 
