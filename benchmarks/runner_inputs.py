@@ -84,6 +84,9 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
+    from benchmarks.runner import precompile
+
+    precompile()
     with scratch(args.dir, args.allow_tmpfs) as (work, _fs):
         plain, inputs = measure(work, args.steps, args.repeat)
     text, ok = check(args.steps, plain, inputs)
