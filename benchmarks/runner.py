@@ -263,7 +263,8 @@ def main() -> int:
 
         with scratch(args.dir, args.allow_tmpfs) as (work, _fs):
             plain, with_inputs = runner_inputs.measure(work, args.inputs_steps, max(args.repeat, 3))
-        checks.append(runner_inputs.check(args.inputs_steps, plain, with_inputs))
+            floor = runner_inputs.stat_floor(work, args.inputs_steps, args.repeat)
+        checks.append(runner_inputs.check(args.inputs_steps, plain, with_inputs, floor))
         print(f"  {'PASS' if checks[-1][1] else 'FAIL'}  {checks[-1][0]}")
     if args.cpu:
         from benchmarks import runner_cpu
