@@ -45,12 +45,14 @@ _RACY_NS = 2_000_000_000  # as the fingerprint's: a file this recent may change 
 
 
 def _code_version() -> str:
-    """This module's, the planner's and the fingerprint's files (size and mtime): another
-    resumable, another key."""
-    from resumable.runner import explain, fingerprint, inputs, session
+    """The files of this module and of what decides a step (size and mtime): another resumable,
+    another key."""
+    from resumable.core import policy
+    from resumable.runner import conclude, explain, fingerprint, inputs, session
 
     out = []
-    for module in (__file__, explain.__file__, fingerprint.__file__, inputs.__file__, session.__file__):
+    for module in (__file__, explain.__file__, fingerprint.__file__, inputs.__file__, session.__file__,
+                   policy.__file__, conclude.__file__):
         st = os.stat(module)
         out.append(f"{st.st_size}:{st.st_mtime_ns}")
     return ",".join(out)
@@ -187,10 +189,10 @@ def answer(found: Found, opts: RunOptions, launch: Mapping[str, Any] | None) -> 
         sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
         return 0
     if not opts.quiet:
-        from resumable.runner.display import make_reporter, skip_summary
+        from resumable.runner.display import LiveReporter, make_reporter, skip_summary
 
         reporter = make_reporter(opts.quiet)
-        if reporter.__class__.__name__ == "PlainReporter":
+        if not isinstance(reporter, LiveReporter):  # plain lines: the skip summary is all it prints
             n = len(found.ids())
             if n:
                 print(escape_controls(skip_summary(n, n)), flush=True)
