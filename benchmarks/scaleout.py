@@ -10,6 +10,16 @@ steps are taken back.
 ``postgresql://root@127.0.0.1:5432/postgres``): a scratch database is created there and dropped.
 Everything else is written in a temporary directory.
 
+What is timed: workers are started first and wait for their run (``worker --wait``); each
+phase is timed from the run's creation (the submit's transaction, in the server's clock) to the
+last worker's exit, so the workers' interpreter start-up is left out and their work, the run's
+conclusion and their exit are in. The local runner's time leaves out its interpreter's start-up
+and the job file's reading (a process doing only that, timed alike). Each phase also prints the
+CPU per step of the processes it started (workers or the local runner, their steps included), of
+the server's backends for the scratch database (read from /proc: the server on this host), and
+the transactions per step the server counted; the remote phase the round trips per step (the
+requests the proxy forwarded). The remote steps are the argv ``["sleep", "0.1"]`` (no shell).
+
 Floors (PASS/FAIL lines; exit 0 only if all pass):
 - no per-run ceiling: 4 workers (-j 2) on one run of N `true` steps reach >= 0.9 x the steps/s of
   the same 4 workers on two runs of N/2 steps, 2 workers each;

@@ -285,8 +285,9 @@ class Recorder:
                                   " expire and another worker will run it again")
         done = {key_of(e.claim) for e in ended}
         with self._lock:
-            self._starts[:0] = [(c, at) for c, at in starts if key_of(c) not in done]
-            self._unstarted[:0] = back
+            if not self._closing:  # a worker on its way out tries once: the leases will expire
+                self._starts[:0] = [(c, at) for c, at in starts if key_of(c) not in done]
+                self._unstarted[:0] = back
         if not ended:
             self._warn_once(reply, f"cannot record the steps started: {exc}; trying again")
             time.sleep(0.5)  # the store is away: do not spin
