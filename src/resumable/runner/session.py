@@ -320,6 +320,11 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, wor
                 verdict.keep(job, work, opts, backend, handle, units, decisions, before, launch, summary)
             return 0
         writer.begin(launch)
+        from resumable.runner import jobcache
+
+        # The run went ahead: its parsed job file is kept now, not at the end, so that its
+        # encoding (the size of the job file) is not held while the run's document grows.
+        jobcache.keep()
         # One batch (one flush) for every step's bookkeeping before the work starts, however many.
         # Removal marks come first: each restates its unit's state as planned, before an
         # invalidation below may change that state.

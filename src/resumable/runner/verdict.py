@@ -224,6 +224,8 @@ def keep(job: Job, work: Job, opts: RunOptions, backend: Backend, handle: RunHan
     if found is None:
         return
     paths, stats = found
+    if any("\n" in p for p in paths):
+        return  # the paths are stored one a line
     run = run_files(handle)
     if run is None or run != before or not _settled(stats):
         return

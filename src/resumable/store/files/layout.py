@@ -29,6 +29,10 @@ from resumable.errors import DiskFullError, InvalidInputError, NoRunError, Store
 RUNS_SUBDIR = os.path.join(".resumable", "runs")
 ULPI_RUNS_SUBDIR = os.path.join(".ulpi", "runs")  # the ulpi tools' runs directory
 NAME_MAX = 255  # bytes in one path component on the filesystems we run on
+# The longest name a run's files take is its journal's temp file while it is rewritten,
+# ``.<stem>.journal.jsonl.tmp.<pid>`` (a pid has at most 7 digits): a stem past this would have its
+# snapshot, index or journal refused by the file system at a later write, not up front.
+MAX_STEM = NAME_MAX - len("..journal.jsonl.tmp.") - 7
 
 
 class RunsDir:
@@ -133,6 +137,17 @@ def files_for(snapshot_path: str | os.PathLike[str], *, by_id: bool = False) -> 
     return RunFiles(os.fspath(snapshot_path), by_id=by_id)
 
 
+def check_status_path(text: str) -> str:
+    """``text``, a run's ``.json`` status file, if every file of the run can be named beside it."""
+    name = os.path.basename(text)
+    if name == ".json":
+        raise InvalidInputError(f"status file name {text!r} has no stem")
+    if len(os.fsencode(name)) > MAX_STEM + len(".json"):
+        raise InvalidInputError(f"status file name is {len(os.fsencode(name))} bytes; too long (the limit is"
+                                f" {MAX_STEM + len('.json')}, for its journal's and temp files' names to fit)")
+    return text
+
+
 def resolve_run(run: str | os.PathLike[str], runs_dir: str) -> RunFiles:
     """A path ending in ``.json`` is used as given (ulpi's form); anything else is a run id
     meaning ``<runs-dir>/<id>.json``."""
@@ -140,13 +155,7 @@ def resolve_run(run: str | os.PathLike[str], runs_dir: str) -> RunFiles:
     if "\x00" in text:
         raise InvalidInputError("run argument contains a NUL byte")
     if text.endswith(".json"):
-        name = os.path.basename(text)
-        if name == ".json":
-            raise InvalidInputError(f"status file name {text!r} has no stem")
-        if len(os.fsencode(name)) > NAME_MAX - len(".journal.jsonl") + len(".json"):
-            raise InvalidInputError(f"status file name is {len(os.fsencode(name))} bytes; too long for"
-                                    " its journal's name to fit in a file name")
-        return files_for(text)
+        return files_for(check_status_path(text))
     check_run_id(text)
     return files_for(os.path.join(runs_dir, f"{text}.json"), by_id=True)
 

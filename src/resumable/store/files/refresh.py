@@ -86,6 +86,10 @@ class SnapshotView:
         state.snap_seq = state.seq
         state.snap_size = size
         self.cursor.snap_offset = state.offset
+        if size > EXACT_SNAPSHOT_BYTES:  # a run large enough to keep an index
+            from resumable.store.files import summary
+
+            summary.keep(files, state.doc, state.seq)  # for the readers of a run at rest
 
 
 def sweep_temps(directory: str, stem: str) -> None:
