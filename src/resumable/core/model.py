@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         PhaseState,
         RunDocument,
         Summary,
+        Unit,
         UnitState,
         ValidationStatus,
     )
@@ -373,7 +374,7 @@ def json_type_name(value: object) -> str:
     return "null"
 
 
-def units_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+def units_of(doc: Mapping[str, Any]) -> dict[str, Unit]:
     """The document's units ({} when it has none); a value may still be whatever a hand edit left
     (null, a string): read each null-safe (``unit_status``)."""
     units = doc.get("units")

@@ -22,10 +22,12 @@ from resumable.store.files.layout import RunFiles, files_for, translate
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeVar
 
     from resumable.core.types import Event
     from resumable.core.types import RunDocument as Doc
+
+    Picked = TypeVar("Picked")
 
 
 class Loaded:
@@ -311,7 +313,7 @@ def _lost(files: RunFiles, marker: snapshot.Marker, what: str) -> CorruptRunErro
         " backup, or move it aside to fall back to the snapshot")
 
 
-def digest(files: RunFiles, pick: Callable[[str, Any], Any]) -> tuple[Doc, dict[str, Any]] | None:
+def digest(files: RunFiles, pick: Callable[[str, Any], Picked]) -> tuple[Doc, dict[str, Picked]] | None:
     """(the document without its units, {unit id: pick(unit id, unit)}) of a run whose snapshot is
     current (the journal ends at its marker), decoded a piece at a time so that only what ``pick``
     keeps of each unit is held; None for any other run (``load`` reads it)."""

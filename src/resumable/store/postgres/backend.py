@@ -231,7 +231,7 @@ class PgBackend(WorkQueue):
     def step_summary(self, run_id: str) -> str:
         return reads.step_summary(self.place, run_id)
 
-    def attempts(self, run_id: str, step: str | None = None) -> list[dict[str, Any]]:
+    def attempts(self, run_id: str, step: str | None = None) -> list[dict[str, object]]:
         return reads.attempts(self.place, run_id, step)
 
     def attempt_log(self, run_id: str, step: str, n: int | None = None) -> tuple[int, bytes | None] | None:
