@@ -257,6 +257,8 @@ def _units_open(head: bytes) -> int | None:
 def _units_again(final: bytes) -> bool:
     """Whether the document names "units" again at its top level after the units object, whose
     last members ``final`` starts with."""
+    if b'"units"' not in final:
+        return False  # the token compared below is these very bytes: no need to tokenise the rest
     import re
 
     depth = 2
