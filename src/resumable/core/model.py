@@ -167,9 +167,9 @@ def new_document(
     launch: Launch | None = None,
     required_phases: list[str] | None = None,
     require_validation: bool = False,
-) -> dict[str, Any]:
+) -> RunDocument:
     """A fresh v2 document in ulpi's key order."""
-    doc: dict[str, Any] = {
+    doc: RunDocument = {
         "schemaVersion": SCHEMA_VERSION,
         "id": run_id,
         "task": task,
@@ -194,7 +194,7 @@ def new_document(
     return doc
 
 
-def upgrade(doc: dict[str, Any]) -> None:
+def upgrade(doc: RunDocument) -> None:
     """Add-only v1 -> v2 upgrade, done by every write (never by a read), in place."""
     version = doc.get("schemaVersion")
     if type(version) is int and version == SCHEMA_VERSION and type(doc.get("openItems")) is list \
@@ -312,6 +312,13 @@ def is_document(doc: Mapping[str, Any]) -> TypeGuard[RunDocument]:
     boundary; past it the document is a ``RunDocument`` to the type checker, and is still read
     null-safe (a null unit, a missing key)."""
     return newer_version(doc) is None and _container_problem(doc) is None
+
+
+def is_stored(value: object) -> TypeGuard[RunDocument]:
+    """Whether a decoded value can be held as a run's document: an object. What the stores hold and
+    ``core.events.apply`` works on is typed ``RunDocument``, the shape resumable writes, and read
+    null-safe whatever a hand edit left in it; the readers' check is ``is_document``."""
+    return isinstance(value, dict)
 
 
 def is_head(head: Mapping[str, Any]) -> TypeGuard[RunDocument]:

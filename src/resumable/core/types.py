@@ -186,6 +186,16 @@ class RunDocument(TypedDict, total=False):
     finishedAt: str
     sessionStartedAt: str  # while a runner session is open (``begin`` to ``finalize``)
     ranSeconds: float  # the sessions' summed time
+    adoptedEventLog: AdoptedEventLog  # how far ulpi's event log beside the run has been taken in
+
+
+class AdoptedEventLog(TypedDict):
+    """The position in ulpi's event log (``<run>.events.jsonl``) the document has taken in
+    (``store.files.ulpi_adoption``): events ulpi appends later are new, and merged."""
+
+    file: str
+    events: int  # its complete records then
+    afterHash: str  # the last one's
 
 
 class ResumeSet(TypedDict):

@@ -92,7 +92,7 @@ class PgBackend(WorkQueue):
                 if row is None or row.status not in ("done", "aborted"):
                     return False  # changed meanwhile: live again, or gone
                 state = runstate.load(conn, row.pk, f"{self.root}#{run_id}")
-                doc = state.doc or {}
+                doc: Mapping[str, Any] = state.doc or {}
                 if newer_version(doc) is not None:
                     return False  # a newer resumable's run: what its status means is not ours to judge
                 updated = parse_stamp(doc.get("updatedAt"))
@@ -144,7 +144,7 @@ class PgBackend(WorkQueue):
         self.place.close()
 
     def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
-                   blobs: Mapping[str, bytes]) -> dict[str, Any]:
+                   blobs: Mapping[str, bytes]) -> Mapping[str, Any]:
         """An exported run, whole, in one transaction (``RunImporter``; ``postgres.transfer``)."""
         return transfer.import_run(self.place, check_run_id(run_id), batches, blobs)
 
