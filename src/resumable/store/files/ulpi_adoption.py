@@ -135,7 +135,7 @@ def _events(n: int) -> str:
     return f"{n} event{'' if n == 1 else 's'}"
 
 
-def _stamped(doc: dict[str, Any], name: str, replayed: ulpi_eventlog.Replayed) -> Doc:
+def _stamped(doc: dict[str, object], name: str, replayed: ulpi_eventlog.Replayed) -> Doc:
     doc[KEY] = {"file": name, "events": replayed.events, "afterHash": replayed.last_hash}
     # ulpi's document (an object, as its replay checked): held as a run's document from now on, and
     # judged by its readers as any stored one (``core.model.is_document``).
