@@ -361,3 +361,68 @@ def test_an_index_that_fills_up_is_rebuilt_larger(tmp_path: Path) -> None:
     assert ix is not None and ix.h.nslots > slots and ix.h.count == 400 + slots
     ix.close()
     assert_exact(path)
+
+
+def _in_step(path: Path) -> bool:
+    """Whether the index holds every journal record (none past it for readers to apply)."""
+    files = files_for(path)
+    ix = Index.open(files.index)
+    assert ix is not None
+    try:
+        return ix.h.jend == os.path.getsize(files.journal)
+    finally:
+        ix.close()
+
+
+def test_a_writer_that_commits_often_holds_the_index_back_and_readers_stay_exact(tmp_path: Path) -> None:
+    """A long-lived writer (the runner) brings the index up to date in batches: between them the
+    readers apply the records past it and see exactly the run; at its flush the index holds all."""
+    path = make_run(tmp_path)
+    run = resumable.open_run(path)
+    behind = False
+    for i in range(400):
+        run.unit(f"u{i}", "in_progress")
+        run.unit(f"u{i}", "done")
+        if i % 50 == 49:
+            behind = behind or not _in_step(path)
+            assert_exact(path)
+    assert behind, "the index was brought up to date on every commit"
+    run.close()
+    assert _in_step(path)
+    assert_exact(path)
+
+
+def test_a_held_back_index_takes_in_another_writers_records(tmp_path: Path) -> None:
+    """While a long-lived writer holds its index commits back, a CLI-like write goes through the
+    index (applying the first writer's records too); the first writer then brings the index up to
+    date from the journal, losing neither's units."""
+    path = make_run(tmp_path)
+    run = resumable.open_run(path)
+    for i in range(40):
+        run.unit(f"u{i}", "done")
+    write(path, "unit", "other", "done")
+    assert_exact(path)
+    for i in range(40, 80):
+        run.unit(f"u{i}", "done")
+    run.close()
+    assert _in_step(path)
+    assert_exact(path)
+    doc = load(files_for(path)).doc
+    assert doc is not None and doc["units"]["other"]["status"] == "done"
+
+
+def test_a_writer_killed_while_holding_the_index_back_leaves_it_exact(tmp_path: Path) -> None:
+    path = make_run(tmp_path)
+    pid = os.fork()
+    if pid == 0:
+        run = resumable.open_run(path)
+        for i in range(100):
+            run.unit(f"u{i}", "done")
+        os.kill(os.getpid(), signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    assert not _in_step(path)
+    assert_exact(path)
+    write(path, "unit", "after", "done")
+    assert _in_step(path)
+    assert_exact(path)

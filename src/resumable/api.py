@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any, ParamSpec, TypeVar, overload
 
-    from resumable.core.types import Event, ResumeRecipe, ResumeSet, Summary
+    from resumable.core.types import Event, ResumeRecipe, ResumeSet, RunDocument, Summary
     from resumable.durable.attempts import StepFailed
     from resumable.durable.codec import Serializer
     from resumable.runner.options import RunOptions
@@ -92,11 +92,11 @@ class Run:
 
     # -- reads --
     @property
-    def doc(self) -> dict[str, Any]:
+    def doc(self) -> RunDocument:
         """The current document (treat it as read-only; it changes as you write)."""
         return self.handle.read()
 
-    def refresh(self) -> dict[str, Any]:
+    def refresh(self) -> RunDocument:
         return self.handle.read()
 
     def summary(self) -> Summary:
@@ -253,7 +253,7 @@ class Run:
         units: Sequence[str] | None = None,
         all_units: bool = False,
         dry_run: bool = False,
-    ) -> dict[str, Any]:
+    ) -> dict[str, list[str]]:
         """Trust git over the checkpoint (ulpi's autonomous-pipeline Task-Id reconciliation): every selected
         unit (default all) whose ``Task-Id:`` trailer is on a commit reachable from ``ref`` (default
         the run's ``pipeline.integrationRef``, else HEAD) becomes done with the note
@@ -388,7 +388,7 @@ def open_run(
     return opened
 
 
-def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
+def read_doc(path: str | os.PathLike[str]) -> RunDocument:
     """The current document of the run whose status file is ``path``; never writes. Raises
     NoRunError / StoreError when it does not exist, CorruptRunError when it cannot be read."""
     doc = store.open_path(path).load()

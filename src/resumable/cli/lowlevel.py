@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from resumable.core.types import RunDocument
+
 USAGE = (
     "usage: resumable <init|unit|phase|get|resume|item|resolve|validation|finalize|gc>"
     " <file.json|run-id> ... (resumable --help for more)"
@@ -183,12 +185,12 @@ def _phase(args: Args) -> None:
     _open(args).phase(name, state)
 
 
-def _read(args: Args) -> dict[str, Any]:
-    doc: dict[str, Any] = _open(args).handle.read()
+def _read(args: Args) -> RunDocument:
+    doc: RunDocument = _open(args).handle.read()
     return doc
 
 
-def _counted(args: Args) -> dict[str, Any]:
+def _counted(args: Args) -> RunDocument:
     """The document ``get --summary`` and ``resume`` read: a large run's digests where the store
     keeps them (each unit's status and needs: all these verbs look at, without decoding the units
     whole), else the whole document."""
@@ -199,7 +201,7 @@ def _counted(args: Args) -> dict[str, Any]:
         view = handle.load_digests()
         if view is not None:
             return view.doc
-    doc: dict[str, Any] = handle.read()
+    doc: RunDocument = handle.read()
     return doc
 
 

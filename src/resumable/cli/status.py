@@ -22,6 +22,7 @@ from resumable.view.printer import Printer, dump_json
 from resumable.view.status import Line
 
 if TYPE_CHECKING:
+    from resumable.core.types import RunDocument
     from resumable.store.backend import Backend, RunnerLease
     from resumable.store.values import RunEntry
 
@@ -108,7 +109,7 @@ def status_command(
     lease = discovery.lease_of(backend, entry)
     judge = Rejudge(lease)
 
-    def frame(d: dict[str, Any], t: float) -> list[Line]:
+    def frame(d: RunDocument, t: float) -> list[Line]:
         shown = live is not None or claude_project(backend) or workflow.claude_launched(d)
         overlay = workflow.overlay_lines(live, d, t) if shown else []
         return view.render_status(d, file=entry.location, now=t, width=printer.layout_width, here=here,
@@ -202,7 +203,7 @@ class Rejudge:
         self.lease = lease
         self.last: tuple[tuple[object, object], float, Verdict | None] | None = None
 
-    def __call__(self, doc: dict[str, Any], now: float) -> Verdict | None:
+    def __call__(self, doc: RunDocument, now: float) -> Verdict | None:
         key = (doc.get("updatedAt"), doc.get("status"))
         if self.last is None or self.last[0] != key or now - self.last[1] >= self.EVERY:
             self.last = (key, now, liveness.judge(doc, self.lease))

@@ -14,9 +14,21 @@ from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatErro
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
-    from typing import Any, Final, TypeGuard
+    from typing import Any, Final, NoReturn, TypeGuard
 
-    from resumable.core.types import Attempt, FinalState, Item, Launch, PhaseState, Summary, UnitState, ValidationStatus
+    from resumable.core.types import (
+        Attempt,
+        FinalState,
+        Item,
+        Launch,
+        Phase,
+        PhaseState,
+        RunDocument,
+        Summary,
+        Unit,
+        UnitState,
+        ValidationStatus,
+    )
 
 SCHEMA_VERSION: Final = 2
 
@@ -156,9 +168,9 @@ def new_document(
     launch: Launch | None = None,
     required_phases: list[str] | None = None,
     require_validation: bool = False,
-) -> dict[str, Any]:
+) -> RunDocument:
     """A fresh v2 document in ulpi's key order."""
-    doc: dict[str, Any] = {
+    doc: RunDocument = {
         "schemaVersion": SCHEMA_VERSION,
         "id": run_id,
         "task": task,
@@ -183,7 +195,7 @@ def new_document(
     return doc
 
 
-def upgrade(doc: dict[str, Any]) -> None:
+def upgrade(doc: RunDocument) -> None:
     """Add-only v1 -> v2 upgrade, done by every write (never by a read), in place."""
     version = doc.get("schemaVersion")
     if type(version) is int and version == SCHEMA_VERSION and type(doc.get("openItems")) is list \
@@ -272,21 +284,48 @@ def refuse_newer(doc: Mapping[str, Any], run: str | None = None) -> None:
         f" understands ({SCHEMA_VERSION}); upgrade resumable")
 
 
-def refuse_unreadable(doc: Mapping[str, Any], run: str | None = None, where: str | None = None) -> None:
-    """What every reader of a stored document calls (the stores' reading handles): a newer
-    resumable's document raises NewerFormatError (``refuse_newer``), a malformed one (``units`` a
-    number, ``phases`` a string: ``shape_problem``) CorruptRunError, in one line. Shown as it is,
-    such a document reads as a healthy run with nothing to do (``get`` prints it, ``resume``
-    answers "nothing to do", both exit 0) while every write to it is refused. ``where`` names the
-    files that hold it, for the message."""
+def refuse_unreadable(doc: Mapping[str, Any], run: str | None = None, where: str | None = None) -> RunDocument:
+    """What every reader of a stored document calls (the stores' load paths): the document, typed, when
+    it can be read (``is_document``), else ``unreadable``'s one-line error. Shown as it is, such a
+    document reads as a healthy run with nothing to do (``get`` prints it, ``resume`` answers "nothing
+    to do", both exit 0) while every write to it is refused. ``where`` names the files that hold it,
+    for the message."""
+    if not is_document(doc):
+        unreadable(doc, run, where)
+    return doc
+
+
+def unreadable(doc: Mapping[str, Any], run: str | None = None, where: str | None = None) -> NoReturn:
+    """The error for a document ``is_document`` refused: NewerFormatError for a newer resumable's
+    (``refuse_newer``), else CorruptRunError naming what is malformed (``units`` a number, ``phases`` a
+    string: ``shape_problem``)."""
     refuse_newer(doc, run)
-    problem = shape_problem(doc)
-    if problem is not None:
-        if run is None:
-            rid = doc.get("id")
-            run = rid if isinstance(rid, str) and rid else "?"
-        raise CorruptRunError(f"{where + ': ' if where else ''}run {run[:MAX_RUN_ID]} is malformed: {problem} — fix"
-                              " its document, or move it aside")
+    if run is None:
+        rid = doc.get("id")
+        run = rid if isinstance(rid, str) and rid else "?"
+    raise CorruptRunError(f"{where + ': ' if where else ''}run {run[:MAX_RUN_ID]} is malformed:"
+                          f" {_container_problem(doc)} — fix its document, or move it aside")
+
+
+def is_document(doc: Mapping[str, Any]) -> TypeGuard[RunDocument]:
+    """Whether ``doc`` can be read as a run document: not a newer resumable's (``newer_version``), its
+    containers of the right type (``shape_problem``). The stores call it once per load, at their
+    boundary; past it the document is a ``RunDocument`` to the type checker, and is still read
+    null-safe (a null unit, a missing key)."""
+    return newer_version(doc) is None and _container_problem(doc) is None
+
+
+def is_stored(value: object) -> TypeGuard[RunDocument]:
+    """Whether a decoded value can be held as a run's document: an object. What the stores hold and
+    ``core.events.apply`` works on is typed ``RunDocument``, the shape resumable writes, and read
+    null-safe whatever a hand edit left in it; the readers' check is ``is_document``."""
+    return isinstance(value, dict)
+
+
+def is_head(head: Mapping[str, Any]) -> TypeGuard[RunDocument]:
+    """``is_document`` for a document read without its units (``store.backend.UnitDigest``): judged
+    as if they were an empty object."""
+    return is_document({**head, "units": {}})
 
 
 def shape_problem(doc: Mapping[str, Any]) -> str | None:
@@ -299,6 +338,10 @@ def shape_problem(doc: Mapping[str, Any]) -> str | None:
     any shape is looked at: its shapes are the newer format's, and the remedy is an upgrade, not
     an edit of the document."""
     refuse_newer(doc)
+    return _container_problem(doc)
+
+
+def _container_problem(doc: Mapping[str, Any]) -> str | None:
     if "units" not in doc and "status" not in doc:
         return "it is not a run document (no units, no status)"
     for key, kind, name in _SHAPES:
@@ -331,12 +374,14 @@ def json_type_name(value: object) -> str:
     return "null"
 
 
-def units_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+def units_of(doc: Mapping[str, Any]) -> dict[str, Unit]:
+    """The document's units ({} when it has none); a value may still be whatever a hand edit left
+    (null, a string): read each null-safe (``unit_status``)."""
     units = doc.get("units")
     return units if isinstance(units, dict) else {}
 
 
-def phases_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+def phases_of(doc: Mapping[str, Any]) -> dict[str, Phase]:
     phases = doc.get("phases")
     return phases if isinstance(phases, dict) else {}
 

@@ -167,7 +167,7 @@ def fresh_copy(value: Any) -> Any:
         return jsonio.loads(jsonio.dumps(value))
 
 
-def decode(field: dict[str, Any], serializer: Serializer | None, blobs: Blobs, where: str, *,
+def decode(field: Mapping[str, Any], serializer: Serializer | None, blobs: Blobs, where: str, *,
            copy: bool = True) -> Any:
     """The value a recorded result holds (a fresh copy every time; ``copy=False``: the field's own
     value, for a field nothing else holds)."""

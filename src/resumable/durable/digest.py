@@ -15,7 +15,12 @@ document answers, as before.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from resumable.core.types import RunDocument, StepError
 
 
 class Recorded:
@@ -23,7 +28,7 @@ class Recorded:
 
     __slots__ = ("error", "result", "status", "version")
 
-    def __init__(self, status: str, version: Any, result: Any, error: dict[str, Any] | None) -> None:
+    def __init__(self, status: str, version: Any, result: Any, error: StepError | None) -> None:
         self.status = status  # "done", "failed", or "" (anything else: the call runs)
         self.version = version
         self.result = result  # the unit's result field, when done
@@ -45,12 +50,12 @@ def pick(uid: str, unit: Any) -> Recorded:
     return OTHER
 
 
-def recorded_error(unit: dict[str, Any]) -> dict[str, Any]:
+def recorded_error(unit: Mapping[str, Any]) -> StepError:
     attempts = unit.get("attempts")
     if isinstance(attempts, list):
         for a in reversed(attempts):
             if isinstance(a, dict) and isinstance(a.get("error"), dict):
-                error: dict[str, Any] = a["error"]
+                error: StepError = a["error"]
                 return error
     note = unit.get("note")
     return {"type": "Exception", "message": note if isinstance(note, str) else "failed"}
@@ -61,7 +66,7 @@ class Digest:
 
     __slots__ = ("head", "token", "units")
 
-    def __init__(self, head: dict[str, Any], units: dict[str, Recorded], token: object) -> None:
+    def __init__(self, head: RunDocument, units: dict[str, Recorded], token: object) -> None:
         self.head = head
         self.units = units
         self.token = token  # the store's change token before the read

@@ -29,7 +29,7 @@ import atexit
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from resumable.core import verbs
@@ -240,7 +240,7 @@ def start_event(call: Call) -> Event:
     return verbs.unit(call.uid, "in_progress", attempt=attempt, fields={"kind": "step", "step": call.step})
 
 
-def interrupted_leftovers(doc: dict[str, Any]) -> list[Event]:
+def interrupted_leftovers(doc: Mapping[str, Any]) -> list[Event]:
     """Step units a dead process left in_progress (the caller holds the lease: no live process is
     running them), recorded interrupted; their running attempt is closed as interrupted."""
     units = doc.get("units")

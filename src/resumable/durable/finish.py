@@ -18,23 +18,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from resumable.core import verbs
-from resumable.core.model import check_unit_id, unit_status
+from resumable.core.model import check_unit_id, unit_status, units_of
 from resumable.durable.codec import error_line
 from resumable.durable.engine import Engine, interrupted_leftovers, open_engine
 from resumable.errors import InvalidInputError, NoRunError, RefusedError
 
 if TYPE_CHECKING:
-    from resumable.core.types import Event
+    from collections.abc import Mapping
+
+    from resumable.core.types import Event, StepFinding
 
 ITEM_PREFIX = "step-failed:"  # the runner's prefix too: one kind of finding for a failed step
 
 
-def _units(doc: dict[str, Any]) -> dict[str, Any]:
-    units = doc.get("units")
-    return units if isinstance(units, dict) else {}
-
-
-def _finding(uid: str, unit: Any) -> dict[str, Any]:
+def _finding(uid: str, unit: object) -> StepFinding:
     attempts = unit.get("attempts") if isinstance(unit, dict) else None
     attempts = attempts if isinstance(attempts, list) else []
     last = attempts[-1] if attempts and isinstance(attempts[-1], dict) else {}
@@ -60,11 +57,11 @@ def finish(engine: Engine, result: str | None = None) -> str:
     try:
         doc = records.doc() or doc
         events = interrupted_leftovers(doc)
-        units = _units(doc)
+        units = units_of(doc)
         if events:  # recorded first, so the findings below see those units as they now are
             records.commit_now(events, lazy_view=True)
             doc = records.doc() or doc
-            units = _units(doc)
+            units = units_of(doc)
         not_done = [uid for uid, u in units.items() if unit_status(u) != "done"]
         open_ids = {it.get("id") for it in doc.get("openItems") or [] if isinstance(it, dict)}
         settled = [i for i in open_ids if isinstance(i, str) and i.startswith(ITEM_PREFIX)
@@ -92,9 +89,9 @@ def finish(engine: Engine, result: str | None = None) -> str:
         engine.end_session()
 
 
-def step_units(doc: dict[str, Any], names: Sequence[str]) -> list[str]:
+def step_units(doc: Mapping[str, Any], names: Sequence[str]) -> list[str]:
     """Every unit of the durable steps ``names``; InvalidInputError for a name with none."""
-    units = _units(doc)
+    units = units_of(doc)
     out: list[str] = []
     for name in names:
         mine = [uid for uid, u in units.items() if isinstance(u, dict) and u.get("kind") == "step"
@@ -112,7 +109,7 @@ def rerun(handle: Any, unit_ids: Sequence[str], reason: str | None = None) -> li
     ids = list(dict.fromkeys(check_unit_id(u) for u in unit_ids))
     why = reason if reason is not None else "re-run requested"
     doc = handle.read()
-    units = _units(doc)
+    units = units_of(doc)
     status = doc.get("status")
     if status == "aborted":
         raise RefusedError(f"run {doc.get('id')} was aborted: start it afresh (init, or open_run with task=)"

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable.durable import shipping, worker
 from resumable.durable.attempts import StepFailed, as_failure
@@ -33,6 +33,9 @@ from resumable.durable.progress import Bar, open_bar
 from resumable.durable.records import Ticket, gc_paused
 from resumable.durable.steps import Step
 from resumable.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from collections import abc  # ``Mapping`` here is the map over items, below
 
 
 class Mapping:
@@ -80,7 +83,7 @@ class Mapping:
         for start in range(0, len(self.items), chunk):
             self.answer(range(start, min(start + chunk, len(self.items))), units, answer)
 
-    def answer(self, places: range, units: dict[str, Any], answer: Callable[[str], tuple[bool, Any]]) -> None:
+    def answer(self, places: range, units: abc.Mapping[str, object], answer: Callable[[str], tuple[bool, Any]]) -> None:
         step, items = self.step, self.items
         answered = failed = 0
         for i in places:
@@ -103,7 +106,7 @@ class Mapping:
         self.bar.advance(answered, failed=failed)
 
 
-def answer_unit(step: Step, units: dict[str, Any], uid: str) -> tuple[bool, Any]:
+def answer_unit(step: Step, units: abc.Mapping[str, object], uid: str) -> tuple[bool, Any]:
     return step.answer(uid, units.get(uid))
 
 

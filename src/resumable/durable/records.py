@@ -29,7 +29,7 @@ from resumable.store.backend import UnitDigest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from resumable.core.types import Event
+    from resumable.core.types import Event, RunDocument, Unit
     from resumable.store.backend import RunHandle
 
 REFRESH_EVERY = 1.0  # seconds: how stale a cache hit's view of other processes' writes may be
@@ -65,7 +65,7 @@ class Records:
     def __init__(self, handle: RunHandle) -> None:
         self.handle = handle
         self.lock = threading.RLock()  # the handle is not thread-safe: every use holds this
-        self._doc: dict[str, Any] | None = None
+        self._doc: RunDocument | None = None
         self._refreshed = 0.0
         self._cv = threading.Condition(threading.Lock())  # never taken twice by one thread
         self._queue: list[Ticket] = []
@@ -78,7 +78,7 @@ class Records:
         self._digest_checked = 0.0
 
     # -- reads --
-    def units(self, *, fresh: bool = False) -> dict[str, Any]:
+    def units(self, *, fresh: bool = False) -> dict[str, Unit]:
         """The run's units as last seen (call with ``lock`` held; treat as read-only)."""
         if fresh or self._doc is None or time.monotonic() - self._refreshed > REFRESH_EVERY:
             self.refresh()
@@ -86,12 +86,12 @@ class Records:
         units = doc.get("units") if doc is not None else None
         return units if isinstance(units, dict) else {}
 
-    def doc(self) -> dict[str, Any] | None:
+    def doc(self) -> RunDocument | None:
         with self.lock:
             self.refresh()
             return self._doc
 
-    def head(self) -> dict[str, Any] | None:
+    def head(self) -> RunDocument | None:
         """The run's document, but for a run not loaded yet only its fields other than units
         (status, ...), from a digest when the store can read one (which ``take_digest`` then gives
         to the first map): a look at a big run's status does not load it whole."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from typing import Any
 
 from resumable.core import verbs
@@ -91,7 +91,7 @@ class Step:
         engine.steps[self.name] = origin
 
     # -- identity and lookups --
-    def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any], units: dict[str, Any] | None = None) -> str:
+    def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any], units: Container[str] | None = None) -> str:
         """The call's unit id. ``units``: the run's units (or a digest's), which the caller holds."""
         if self.key is not None:
             return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
@@ -109,7 +109,7 @@ class Step:
                 return uid
             return self.legacy_or(uid, bound, units)
 
-    def legacy_or(self, uid: str, bound: dict[str, Any], units: dict[str, Any]) -> str:
+    def legacy_or(self, uid: str, bound: dict[str, Any], units: Container[str]) -> str:
         # A run recorded before readable keys holds this call under its hashed id: that unit
         # stays the call's, whatever its state, so its result is used and it is never orphaned.
         legacy = f"{self.name}:{arguments_key(bound, self.name)}"
@@ -220,8 +220,8 @@ class Step:
                 pre.append(verbs.invalidate(uid, reason))
             return Call(uid, self.name, next_attempt(unit), pre)
 
-    def fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": "step", "step": self.name}
+    def fields(self) -> dict[str, object]:
+        out: dict[str, object] = {"kind": "step", "step": self.name}
         stack = _STACK.get()
         if stack:
             out["parent"] = stack[-1]

@@ -6,15 +6,42 @@ system or the same checkout in the same place)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from resumable.errors import InvalidInputError
 from resumable.runner.jobfile import Step
 
+if TYPE_CHECKING:
+    from resumable.core.types import Fingerprint
+
 SPEC_VERSION = 1
 
 
-def to_spec(step: Step) -> dict[str, Any]:
+class StepSpec(TypedDict):
+    """A step as stored with a submitted run (``to_spec``); the store adds what it decided."""
+
+    v: int
+    id: str
+    command: str | list[str]  # a string runs through ``shell``; a list runs as argv
+    command_text: str
+    shell: list[str]
+    needs: list[str]
+    timeout: float | None
+    retries: int
+    backoff: float
+    jitter: float
+    grace: float
+    artifacts: list[str]
+    inputs: list[str]
+    env: list[list[str]]  # [name, value] pairs
+    cwd: str
+    log: str | None
+    fingerprint: NotRequired[Fingerprint]  # the submitter's (``runner.fingerprint``)
+    cutoff: NotRequired[bool]  # a done step waiting for its needs: the claim decides (``core.policy``)
+    upstream: NotRequired[dict[str, str]]  # its needs' artifact digests, as the claim read them
+
+
+def to_spec(step: Step) -> StepSpec:
     return {
         "v": SPEC_VERSION,
         "id": step.id,

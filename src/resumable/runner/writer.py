@@ -45,7 +45,7 @@ class SafeWriter:
     last_error: StoreError | OSError | None = None
 
     @property
-    def doc(self) -> dict[str, Any]:
+    def doc(self) -> Mapping[str, Any]:
         """The run's current document, or {} when it cannot be read (the work goes on)."""
         try:
             doc = self.store.load()

@@ -34,7 +34,7 @@ Its ``RunHandle`` is the same protocol as the file store's; ``wait_for_change`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from resumable.store.values import Doc, Event, GcResult, LeftoverGroup, Record, RunEntry
 
@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
     from resumable.core.policy import RetryPolicy, Settled
+    from resumable.core.types import Launch, Unit
+
+    Picked = TypeVar("Picked")  # what a digest keeps of each unit (``UnitDigest``)
 
 __all__ = ["Backend", "ClaimLike", "DigestReading", "Digests", "Doc", "Event", "GcResult", "LeaseState",
            "LeaseSurvey", "LeftoverGroup", "ListenerLike", "Record", "RunEntry", "RunHandle", "RunImporter",
@@ -64,13 +67,13 @@ class RunnerLease(Protocol):
         """Take the lease; ``RefusedError`` naming the live holder (pid, host, start) if there is one."""
         ...
 
-    def holder(self) -> dict[str, Any] | None:
+    def holder(self) -> LeaseHolder | None:
         """The live holder's description (pid, host, startedAt), or None when no runner holds the run.
         Read without taking the lease (a reader holding it even for an instant could turn a runner
         away)."""
         ...
 
-    def workers(self) -> list[dict[str, Any]] | None:
+    def workers(self) -> list[WorkerPresence] | None:
         """Who runs the run's steps on workers now: one entry per worker holding an unexpired claim
         on a step of it (``worker``, ``host``, ``pid``, ``steps``: the step ids it holds, in job
         order, ``expiresIn``: seconds until the last of those leases expires), then one per worker
@@ -106,6 +109,27 @@ class RunnerLease(Protocol):
     def release(self) -> None: ...
 
 
+class LeaseHolder(TypedDict, total=False):
+    """Who holds a runner lease, as its record says (``RunnerLease.holder``): ``{"pid": "?"}`` when
+    the record says nothing (a lease held by a runner that has not written itself in yet)."""
+
+    # As the record holds them: an int and two strings as resumable writes them, whatever a hand
+    # edit of a lease file left (read each with a check).
+    pid: object
+    host: object
+    startedAt: object
+
+
+class WorkerPresence(TypedDict):
+    """A worker on a run (``RunnerLease.workers``)."""
+
+    worker: str
+    host: str
+    pid: int
+    steps: list[str]  # the steps it holds, in job order
+    expiresIn: float | None  # seconds until the last of those leases expires; None: it holds none
+
+
 @dataclass(frozen=True, slots=True)
 class LeaseState:
     """What a run's runner lease says, read without taking it (``LeaseSurvey``)."""
@@ -137,7 +161,7 @@ class Digests(Protocol):
     @property
     def doc(self) -> Doc: ...
 
-    def units(self, ids: Iterable[str]) -> dict[str, Any] | None:
+    def units(self, ids: Iterable[str]) -> dict[str, Unit] | None:
         """The whole values of those units (the ones the run has) as of ``doc``; None when the store
         moved on meanwhile (read the whole document then)."""
         ...
@@ -231,7 +255,7 @@ class UnitDigest(Protocol):
     """A handle that can read a little of every unit without holding every unit (a runs directory's,
     when its snapshot is current): what answers a map over many recorded step calls."""
 
-    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[Doc, dict[str, Any]] | None:
+    def digest(self, pick: Callable[[str, Any], Picked]) -> tuple[Doc, dict[str, Picked]] | None:
         """(the document without its units, {unit id: ``pick(unit id, unit)``} for each unit ``pick``
         keeps: None drops it), read without a lock, each unit let go once picked; None when the run
         cannot be read that way now (``load`` then reads it)."""
@@ -288,11 +312,28 @@ class RunImporter(Protocol):
     value, or nothing (a process killed half way leaves no run behind)."""
 
     def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
-                   blobs: Mapping[str, bytes]) -> dict[str, Any]:
+                   blobs: Mapping[str, bytes]) -> Mapping[str, Any]:
         """Create ``run_id`` from ``batches`` (its init alone, then the rest of its history) and
         ``blobs`` (ref -> bytes, checked by the caller); the rebuilt document. ``RefusedError``
         (``store.transfer.AlreadyThere``) when a run with the id exists."""
         ...
+
+
+class PlanDecision(TypedDict, total=False):
+    """Whether a submitted step runs (``WorkQueue.submit``'s ``plan``), and why."""
+
+    run: bool
+    reason: str
+    invalidate: bool  # a done unit, invalidated (explicitly) before it runs again
+
+
+class Submitted(TypedDict):
+    """What ``WorkQueue.submit`` recorded."""
+
+    run: str
+    run_steps: list[str]  # the steps that run, sorted
+    skip: int  # how many steps are skipped
+    concluded: bool  # nothing left to run: the run was finalized at once
 
 
 class ClaimLike(Protocol):
@@ -323,9 +364,9 @@ class WorkQueue(Protocol):
     clock with a fencing token; an outcome whose token is no longer the step's is kept with its
     attempt and refused, never applied. What follows an outcome is ``core.policy``'s decision."""
 
-    def submit(self, run_id: str, *, task: str, launch: dict[str, Any], steps: Sequence[Mapping[str, Any]],
-               plan: Callable[[Mapping[str, Any]], Mapping[str, Any]], options: Mapping[str, Any],
-               marks: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    def submit(self, run_id: str, *, task: str, launch: Launch, steps: Sequence[Mapping[str, Any]],
+               plan: Callable[[Mapping[str, Any]], Mapping[str, PlanDecision]], options: Mapping[str, Any],
+               marks: Callable[[Mapping[str, Any]], Sequence[Event]] | None = None) -> Submitted:
         """Record a job's steps (``{"id", "needs", "spec", "command"}``), fingerprints and needs as a
         run (idempotent: submitting again resumes it); ``{"run", "skip", "run_steps", "concluded"}``."""
         ...

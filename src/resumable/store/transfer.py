@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from resumable.store.backend import Backend, RunHandle
-    from resumable.store.values import Event
+    from resumable.store.values import Doc, Event
 
 FORMAT = "resumable-export"
 VERSION = 2
@@ -47,7 +47,7 @@ _HEX = frozenset("0123456789abcdef")
 @dataclass(frozen=True, slots=True)
 class Export:
     run_id: str
-    doc: dict[str, Any]
+    doc: dict[str, object]  # as the file holds it: the store judges the document it rebuilds
     history: list[Event]  # objects with a string ``t``; the checkpoint rules judge the rest on import
     blobs: dict[str, bytes]
 
@@ -176,7 +176,7 @@ def already_there(run_id: str, root: str) -> AlreadyThere:
                         " first (resumable run --job ID --reset)")
 
 
-def import_run(backend: Backend, export: Export, *, source: str) -> dict[str, Any]:
+def import_run(backend: Backend, export: Export, *, source: str) -> Mapping[str, Any]:
     """Rebuild the exported run in ``backend``; its document as rebuilt. ``RefusedError`` when a
     run with its id is there already; a history that does not replay is a ``StoreError`` and
     leaves nothing behind."""
@@ -192,7 +192,7 @@ def import_run(backend: Backend, export: Export, *, source: str) -> dict[str, An
 
 
 def _import_by_commits(backend: Backend, run_id: str, batches: list[list[Event]],
-                       blobs: Mapping[str, bytes]) -> dict[str, Any]:
+                       blobs: Mapping[str, bytes]) -> Doc:
     """A store without one-transaction imports (a runs directory): the init, the stored values,
     then the rest of the history in one commit; a failure deletes what was written. A process
     killed between the two commits leaves the run holding the export's init alone: importing

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from resumable.core.types import Event as Event
+    from resumable.core.types import RunDocument
 
-    Doc = dict[str, Any]
+    Doc = RunDocument
 else:
     Event = Doc = dict
 

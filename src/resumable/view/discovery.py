@@ -8,7 +8,7 @@ people run it against a live run while its runner writes.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from resumable import store
 from resumable.errors import CorruptRunError, NewerFormatError, NoRunError, ResumableError, StoreError
@@ -18,6 +18,7 @@ from resumable.store.values import RunEntry
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from resumable.core.types import Unit
     from resumable.store.backend import Backend, RunHandle, RunnerLease
 
 
@@ -30,7 +31,7 @@ class Picked:
     __slots__ = ("also_matched", "detail", "entry", "handle")
 
     def __init__(self, entry: RunEntry, handle: RunHandle, also_matched: list[str],
-                 detail: Callable[[Iterable[str]], dict[str, Any]] | None = None) -> None:
+                 detail: Callable[[Iterable[str]], dict[str, Unit]] | None = None) -> None:
         self.entry = entry
         self.handle = handle
         self.also_matched = also_matched
@@ -57,7 +58,7 @@ def picked_digests(handle: RunHandle, name: str) -> Picked | None:
     if view is None:
         return None
 
-    def detail(ids: Iterable[str]) -> dict[str, Any]:
+    def detail(ids: Iterable[str]) -> dict[str, Unit]:
         wanted = list(ids)
         got = view.units(wanted)
         if got is None:  # the run moved on meanwhile: these few units from the whole document

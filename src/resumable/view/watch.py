@@ -2,7 +2,8 @@
 
 A run that is not running (not started yet, or ended) is waited for: until its next session
 starts (up to ``--wait``, or until Ctrl-C), with one line saying so, and then followed; the
-previous session's screen is not shown, so what stays on the screen is that session's result.
+previous session's screen is not shown, so what stays on the screen is that session's result (a live
+run's frame leaves out the result its document still carries from the session before).
 
 Waiting costs one change-token check per interval (a stat pair in a runs directory, a ``NOTIFY`` in
 PostgreSQL); the document is re-read only when the token moved, and then only the records appended
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from resumable.core.text import escape_controls
 from resumable.errors import ResumableError
@@ -22,7 +23,7 @@ from resumable.view.printer import Printer
 from resumable.view.status import LIVE, Line
 
 if TYPE_CHECKING:
-    from resumable.store.backend import RunHandle
+    from resumable.store.backend import Doc, RunHandle
 
 WATCH_INTERVAL = 0.5  # seconds between two checks of the run's change token
 TICK = 1.0  # re-render this often even without a change, so elapsed times move
@@ -53,7 +54,7 @@ def await_run(find: Callable[[], Any], until: float | None, printer: Printer, wh
 
 def watch(
     handle: RunHandle,
-    frame: Callable[[dict[str, Any], float], list[Line]],
+    frame: Callable[[Doc, float], list[Line]],
     printer: Printer,
     until: float | None = 0.0,
     *,
@@ -83,7 +84,7 @@ def watch(
         token, doc = started
 
     def lines() -> list[Line]:
-        out = frame(doc, clock())
+        out = frame(_this_session(doc), clock())
         if warning:
             out.append([(f"(last re-read failed: {warning}; showing the previous state)", "yellow")])
         return out
@@ -127,9 +128,9 @@ def watch(
     return 0
 
 
-def _await_session(handle: RunHandle, token: Hashable, doc: dict[str, Any], printer: Printer,
+def _await_session(handle: RunHandle, token: Hashable, doc: Doc, printer: Printer,
                    until: float | None, wait: Callable[[Hashable], Hashable]
-                   ) -> tuple[Hashable, dict[str, Any]] | None:
+                   ) -> tuple[Hashable, Doc] | None:
     """Wait for the run's next session: (its change token, its document) once it is live, None
     when ``until`` passed first (said in one line)."""
     printer.text(escape_controls(f"run {doc.get('id')} is {doc.get('status')} ({doc.get('result') or 'no result'});"
@@ -151,6 +152,16 @@ def _await_session(handle: RunHandle, token: Hashable, doc: dict[str, Any], prin
     return token, doc
 
 
-def _ended(doc: dict[str, Any]) -> tuple[object, ...]:
+def _ended(doc: Doc) -> tuple[object, ...]:
     """How a run's last session ended, as far as a reader can tell."""
     return doc.get("status"), doc.get("result"), doc.get("updatedAt"), doc.get("ranSeconds")
+
+
+def _this_session(doc: Doc) -> Doc:
+    """The document as the watched session stands: a live run has no result yet (the one it
+    carries is the previous session's, kept until this one records its own)."""
+    if doc.get("status") not in LIVE or "result" not in doc:
+        return doc
+    view = dict(doc)
+    del view["result"]
+    return cast("Doc", view)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from resumable.core.model import refuse_unreadable
+from resumable.core.model import is_head, refuse_unreadable, unreadable
 from resumable.core.stamps import stamp
 from resumable.errors import NewerFormatError, ResumableError, StoreError
 from resumable.store.files import journal
@@ -28,13 +28,15 @@ from resumable.store.files.writer import Writer
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator, Sequence
-    from typing import Any
+    from typing import Any, TypeVar
+
+    Picked = TypeVar("Picked")
 
     from resumable.core.types import Event
     from resumable.store.backend import LeaseState
     from resumable.store.files.digests import DigestView
     from resumable.store.files.lease import FileRunnerLease
-    from resumable.store.values import GcResult, Record, RunEntry
+    from resumable.store.values import Doc, GcResult, Record, RunEntry
 
 
 class FileBackend:
@@ -49,8 +51,8 @@ class FileBackend:
     def root(self) -> str:
         return self.runs.path
 
-    def open(self, run: str) -> CheckedRunHandle:
-        return CheckedRunHandle(resolve_run(run, self.runs.path))
+    def open(self, run: str) -> FileRunHandle:
+        return FileRunHandle(resolve_run(run, self.runs.path))
 
     def list_runs(self) -> list[RunEntry]:
         entries = [read_entry(path) for path in run_files(self.runs.path)]
@@ -99,6 +101,8 @@ class FileBackend:
 
 
 class FileRunHandle:
+    """The handle every reader gets (``RunHandle``, ``store.backend``)."""
+
     __slots__ = ("files", "writer")
 
     def __init__(self, files: RunFiles) -> None:
@@ -120,8 +124,12 @@ class FileRunHandle:
     def exists(self) -> bool:
         return self.writer.exists()
 
-    def load(self) -> dict[str, Any] | None:
-        return self.writer.current().doc
+    def load(self) -> Doc | None:
+        """The document, refused in one line when a newer resumable wrote it or it is malformed
+        (``refuse_unreadable``), never handed out to be misread. Writes refuse it on their own path
+        (``shape_problem``)."""
+        doc = self.writer.current().doc
+        return None if doc is None else refuse_unreadable(doc, self.run_id, where_held(self.files))
 
     def load_digests(self) -> DigestView | None:
         """The run's head and every unit's digest through its index (``store.files.digests``), or
@@ -131,12 +139,18 @@ class FileRunHandle:
             return None
         from resumable.store.files import digests  # the counting readers', not a write's
 
-        return digests.load(self.files)
+        return digests.load(self.files)  # None for an unreadable document: its load says why
 
-    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        return digest(self.files, pick)
+    def digest(self, pick: Callable[[str, Any], Picked]) -> tuple[Doc, dict[str, Picked]] | None:
+        found = digest(self.files, pick)
+        if found is None:
+            return None
+        head = found[0]
+        if not is_head(head):
+            unreadable({**head, "units": {}}, self.run_id, where_held(self.files))
+        return head, found[1]
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Doc:
         doc = self.load()
         if doc is None:
             if not self.files.by_id and not os.path.isdir(self.files.dir):
@@ -147,7 +161,7 @@ class FileRunHandle:
     def commit(self, events: Sequence[Event], *, lazy_view: bool = False) -> list[Any]:
         return self.writer.commit(events, lazy_view=lazy_view)
 
-    def runner_holder(self) -> dict[str, Any] | None:
+    def runner_holder(self) -> dict[str, object] | None:
         """The live runner holding this run's lease, as its lease file describes it (pid, host,
         startedAt, secret), or None when no runner holds the run."""
         return runner_holder(self.files)
@@ -210,32 +224,6 @@ class FileRunHandle:
             self.writer.close()
 
 
-class CheckedRunHandle(FileRunHandle):
-    """The handle every reader gets: a document a newer resumable wrote, or a malformed one, is
-    refused in one line (``refuse_unreadable``), never handed out to be misread. Writes refuse it
-    on their own path (``shape_problem``)."""
-
-    __slots__ = ()
-
-    def load(self) -> dict[str, Any] | None:
-        doc = super().load()
-        if doc is not None:
-            refuse_unreadable(doc, self.run_id, where_held(self.files))
-        return doc
-
-    def load_digests(self) -> DigestView | None:
-        view = super().load_digests()
-        if view is not None:
-            refuse_unreadable(view.doc, self.run_id, where_held(self.files))
-        return view
-
-    def digest(self, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        found = super().digest(pick)
-        if found is not None:
-            refuse_unreadable({**found[0], "units": {}}, self.run_id, where_held(self.files))
-        return found
-
-
 def where_held(files: RunFiles) -> str:
     """The files a run's document comes from, for a message about the document."""
     return ", ".join(p for p in (files.snapshot, files.journal) if os.path.lexists(p)) or files.snapshot
@@ -269,10 +257,10 @@ def read_entry(path: str) -> RunEntry:
     name = os.path.basename(path)
     files = files_for(path)
     try:
-        doc = load(files).doc
-        if doc is None:
+        raw = load(files).doc
+        if raw is None:
             raise StoreError(f"{path}: no such run")
-        refuse_unreadable(doc, name.removesuffix(".json"), where_held(files))
+        doc = refuse_unreadable(raw, name.removesuffix(".json"), where_held(files))
     except ResumableError as exc:
         return RunEntry(name, path, None, str(exc), _mtime_stamp(path), newer=isinstance(exc, NewerFormatError))
     key = ""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 from resumable import fsio
+from resumable.core.model import is_document
 from resumable.errors import CorruptRunError, InvalidInputError, RefusedError
 from resumable.store.files import journal
 from resumable.store.files.index import Index
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-    from resumable.core.types import Event
+    from resumable.core.types import Event, Unit
     from resumable.store.files.layout import RunFiles
+    from resumable.store.values import Doc
 
 
 class DigestView:
@@ -38,13 +40,13 @@ class DigestView:
 
     __slots__ = ("doc", "files", "header", "tail")
 
-    def __init__(self, files: RunFiles, doc: dict[str, Any], header: bytes, tail: list[Event]) -> None:
+    def __init__(self, files: RunFiles, doc: Doc, header: bytes, tail: list[Event]) -> None:
         self.files = files
         self.doc = doc
         self.header = header  # the index header page this view was read through
         self.tail = tail  # the journal records past it, applied to ``doc``
 
-    def units(self, ids: Iterable[str]) -> dict[str, Any] | None:
+    def units(self, ids: Iterable[str]) -> dict[str, Unit] | None:
         """The whole values of the units ``ids`` (those the run has), as of this view; None when the
         index moved on meanwhile (then read the whole document)."""
         wanted = [uid for uid in dict.fromkeys(ids) if uid in self.doc.get("units", {})]
@@ -55,7 +57,7 @@ class DigestView:
             if ix.page != self.header:
                 return None
             doc = ix.head()
-            units: dict[str, Any] = {}
+            units: dict[str, Unit] = {}
             for uid in wanted:
                 _, slot = ix.find(uid)
                 if slot is not None:
@@ -80,6 +82,11 @@ def load(files: RunFiles) -> DigestView | None:
     """The run through its index, or None when it has none it can vouch for."""
     if os.path.lexists(files.events):
         return None
+    from resumable.store.files import summary
+
+    kept = summary.read(files)  # a run at rest, as the writer of its snapshot summed it up
+    if kept is not None:
+        return kept
     for _ in range(3):
         ix = Index.open(files.index)
         if ix is None:
@@ -140,6 +147,6 @@ def _read(files: RunFiles, ix: Index) -> DigestView | None:
         if uid is not None and uid in units:
             units[uid] = copy_unit(units[uid])
     out = replay(scan.records, doc, files.journal, lenient=False)
-    if out is None:
-        return None
+    if out is None or not is_document(out):
+        return None  # the whole document's load judges it (and refuses an unreadable one in one line)
     return DigestView(files, out, header, events)

@@ -46,8 +46,23 @@ from resumable.store.values import LEASE_FORMAT, LeftoverGroup
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
+    from collections.abc import Mapping, Sequence
+    from typing import TypedDict
+
+    from resumable.store.backend import LeaseHolder, WorkerPresence
+
+    class LeaseRecord(TypedDict, total=False):
+        """What a runner writes in its lease file (``FileRunnerLease._write``); read back, the file is
+        any JSON a hand or an older resumable left, judged key by key."""
+
+        v: int
+        pid: int
+        host: str
+        startedAt: str
+        start: str | None  # the runner's start time (``/proc/<pid>/stat``), against pid reuse
+        secret: str  # until it releases the lease
+        groups: list[dict[str, object]]  # ``LeftoverGroup.to_json``: the groups it runs now
+        leftovers: list[dict[str, object]]  # and those dead runners left, not proven gone yet
 
 FORMAT = LEASE_FORMAT
 # How long a runner keeps trying for a lease held by something it cannot prove is a live runner:
@@ -64,7 +79,7 @@ def _proc_start(pid: int) -> str | None:
     return st[2] if st is not None else None
 
 
-def held_by_live_runner(info: dict[str, Any]) -> bool:
+def held_by_live_runner(info: Mapping[str, object]) -> bool:
     """Whether the lease content proves a live runner holds it: a runner on this host whose process
     is alive with the recorded start time, and which has not released the lease (its secret is
     still there). Anything else may be a reader's probe, or a runner that took the lock this
@@ -76,7 +91,7 @@ def held_by_live_runner(info: dict[str, Any]) -> bool:
     return info.get("host") == socket.gethostname() and _proc_start(pid) == start
 
 
-def newer_format(info: dict[str, Any]) -> int | None:
+def newer_format(info: Mapping[str, object]) -> int | None:
     """The lease file's format when a newer resumable wrote it, else None."""
     version = info.get("v")
     if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT:
@@ -84,7 +99,7 @@ def newer_format(info: dict[str, Any]) -> int | None:
     return None
 
 
-def describe(info: dict[str, Any]) -> str:
+def describe(info: Mapping[str, object]) -> str:
     return f"pid {info.get('pid', '?')} on {info.get('host', '?')}, started {info.get('startedAt', '?')}"
 
 
@@ -97,7 +112,7 @@ def _open_regular(path: str, flags: int) -> int:
     return fd
 
 
-def _read(fd: int) -> dict[str, Any]:
+def _read(fd: int) -> dict[str, object]:
     try:
         return survey.parse(os.pread(fd, survey.MAX_BYTES, 0))
     except OSError:
@@ -153,7 +168,7 @@ class FileRunnerLease:
         self._tracked = False  # started a process group: it may leave processes behind
         self._dirty = False  # the running groups changed since the file was written
         self._synced = 0.0  # when it was (monotonic)
-        self.info: dict[str, Any] = {}
+        self.info: LeaseRecord = {}
 
     @property
     def secret(self) -> str:
@@ -234,7 +249,7 @@ class FileRunnerLease:
                     " wait for it to finish or stop it (Ctrl-C / kill that pid)")
             time.sleep(_PROBE_POLL)
 
-    def holder(self) -> dict[str, Any] | None:
+    def holder(self) -> LeaseHolder | None:
         """Read from the kernel's lock table (``survey``); a brief shared flock only where the table
         cannot tell: without /proc/locks, or for a lease written on another host."""
         try:
@@ -257,9 +272,16 @@ class FileRunnerLease:
             os.close(fd)
         if not held:
             return None
-        return {k: info[k] for k in ("pid", "host", "startedAt") if k in info} or {"pid": "?"}
+        found: LeaseHolder = {}
+        if "pid" in info:
+            found["pid"] = info["pid"]
+        if "host" in info:
+            found["host"] = info["host"]
+        if "startedAt" in info:
+            found["startedAt"] = info["startedAt"]
+        return found or {"pid": "?"}
 
-    def workers(self) -> list[dict[str, Any]] | None:
+    def workers(self) -> list[WorkerPresence] | None:
         return None  # a runs directory's steps run under its runner, which holds this lease
 
     def leftovers(self) -> list[LeftoverGroup]:

@@ -16,7 +16,7 @@ from resumable.store.files.layout import RunFiles, create_runs_dir, no_parent, t
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 
 class RunLock:
@@ -74,7 +74,7 @@ def held_lock(files: RunFiles) -> RunLock:
 
 
 
-def runner_holder(files: RunFiles) -> dict[str, Any] | None:
+def runner_holder(files: RunFiles) -> dict[str, object] | None:
     """The live runner holding this run's lease (its lease file's content), or None. A probe cheap
     enough for every low-level verb's write: one access() that usually fails (no lease file), else an
     open and a non-blocking shared flock, and a read only when a runner holds the lease. Never follows a

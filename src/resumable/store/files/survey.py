@@ -22,7 +22,7 @@ from resumable.store.values import LEASE_FORMAT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Mapping
 
 LEASE_SUFFIX = ".runner.lock"  # layout.RunFiles.runner_lock
 MAX_BYTES = 1 << 20  # a lease file is a few hundred bytes; anything larger is not ours
@@ -54,7 +54,7 @@ def inode_of(st: os.stat_result) -> Inode:
     return os.major(st.st_dev), os.minor(st.st_dev), st.st_ino
 
 
-def parse(data: bytes) -> dict[str, Any]:
+def parse(data: bytes) -> dict[str, object]:
     """A lease file's content; {} when it is not a JSON object (the file still tells, by its inode,
     whether a runner holds it)."""
     try:
@@ -64,7 +64,7 @@ def parse(data: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def read_lease(path: str) -> tuple[dict[str, Any], os.stat_result] | None:
+def read_lease(path: str) -> tuple[dict[str, object], os.stat_result] | None:
     """(content, stat) of a lease file; None for anything but a regular file, opened without
     following a link or waiting on a FIFO."""
     try:
@@ -79,7 +79,7 @@ def read_lease(path: str) -> tuple[dict[str, Any], os.stat_result] | None:
         os.close(fd)
 
 
-def held(info: dict[str, Any], st: os.stat_result, locks: set[Inode] | None) -> bool | None:
+def held(info: Mapping[str, object], st: os.stat_result, locks: set[Inode] | None) -> bool | None:
     """Whether a runner holds the lease now; None when this host cannot tell (a runner on another
     host: its lock is in that host's kernel)."""
     if locks is not None and inode_of(st) in locks:
@@ -93,7 +93,7 @@ def held(info: dict[str, Any], st: os.stat_result, locks: set[Inode] | None) -> 
     return start is not None and start == info.get("start") and bool(info.get("secret"))
 
 
-def newer_format(info: dict[str, Any]) -> int | None:
+def newer_format(info: Mapping[str, object]) -> int | None:
     """The file's format when a newer resumable wrote it (its content is then not ours to read)."""
     version = info.get("v")
     if isinstance(version, int) and not isinstance(version, bool) and version > LEASE_FORMAT:
@@ -101,17 +101,19 @@ def newer_format(info: dict[str, Any]) -> int | None:
     return None
 
 
-def secrets_of(info: dict[str, Any]) -> frozenset[str]:
+def secrets_of(info: Mapping[str, object]) -> frozenset[str]:
     """The secrets of the runners this file names (the holder's, and those whose groups were left
     running); pgid 0 included: every process of that runner, wherever its group."""
     found = set()
     for key in ("groups", "leftovers"):
-        for g in info.get(key) or []:
+        groups = info.get(key)
+        for g in groups if isinstance(groups, list) else ():
             if isinstance(g, dict) and isinstance(g.get("secret"), str) and g["secret"]:
                 found.add(g["secret"])
     for key in ("secret", "token"):  # "token": 0.1.0's name for the runner's secret
-        if isinstance(info.get(key), str) and info[key]:
-            found.add(info[key])
+        secret = info.get(key)
+        if isinstance(secret, str) and secret:
+            found.add(secret)
     return frozenset(found)
 
 

@@ -28,9 +28,9 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NotRequired, TypedDict, TypeGuard
 
 from resumable.core import jsonio
 from resumable.errors import CorruptRunError, StoreError
@@ -192,7 +192,26 @@ def _clone(value: Any) -> Any:
     return value
 
 
-def _apply_in_place(doc: dict[str, Any], event: Mapping[str, Any]) -> None:
+class Transition(TypedDict):
+    """One record of a ulpi event log: ``op`` at ``path`` of the document (``init`` carries the whole
+    ``doc``), chained by the document's hash before and after. Read back, only the envelope (``v``
+    1, a string ``op``: ``is_transition``) is vouched for; ``apply_event`` checks the rest."""
+
+    v: Literal[1]
+    op: str  # "init", or one of OPS
+    path: NotRequired[object]  # a nonempty list of safe string keys
+    value: NotRequired[Any]  # what is set or merged there: the document's own data
+    doc: NotRequired[object]  # init's document
+    beforeHash: NotRequired[str]
+    afterHash: NotRequired[str]
+
+
+def is_transition(event: object) -> TypeGuard[Transition]:
+    v = event.get("v") if isinstance(event, dict) else None
+    return isinstance(event, dict) and not isinstance(v, bool) and v == 1 and isinstance(event.get("op"), str)
+
+
+def _apply_in_place(doc: dict[str, object], event: Mapping[str, Any]) -> None:
     op = event.get("op")
     if op not in OPS:
         shown = op if isinstance(op, str) else "undefined" if "op" not in event else stringify(op)
@@ -224,21 +243,21 @@ def _apply_in_place(doc: dict[str, Any], event: Mapping[str, Any]) -> None:
         parent[leaf] = {**(prior if isinstance(prior, dict) else {}), **_clone(value)}
 
 
-def apply_event(doc: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, Any]:
+def apply_event(doc: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, object]:
     """ulpi's pure ``applyEvent``: a new document; ``doc`` and ``event`` are left untouched."""
     if not isinstance(doc, dict) or not isinstance(event, dict):
         raise TransitionError("document and event must be JSON objects")
-    out: dict[str, Any] = _clone(doc)
+    out: dict[str, object] = _clone(doc)
     _apply_in_place(out, event)
     return out
 
 
-def apply_events(doc: Mapping[str, Any], events: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> dict[str, Any]:
+def apply_events(doc: Mapping[str, Any], events: Sequence[Transition]) -> dict[str, object]:
     """``applyEvent`` for each of ``events`` in turn (already verified records of a log), cloning
     ``doc`` once rather than once per event."""
     if not isinstance(doc, dict):
         raise TransitionError("document and event must be JSON objects")
-    out: dict[str, Any] = _clone(doc)
+    out: dict[str, object] = _clone(doc)
     for event in events:
         _apply_in_place(out, event)
     return out
@@ -278,13 +297,12 @@ def _read_regular(path: str, what: str) -> bytes:
         os.close(fd)
 
 
-def _record(line: str, where: str, log: str) -> dict[str, Any]:
+def _record(line: str, where: str, log: str) -> Transition:
     try:
         event = parse_json(line)
     except (ValueError, RecursionError) as exc:
         raise CorruptRunError(f"event log {log} {where} is corrupt: {exc}") from exc
-    v = event.get("v") if isinstance(event, dict) else None
-    if not isinstance(event, dict) or isinstance(v, bool) or v != 1 or not isinstance(event.get("op"), str):
+    if not is_transition(event):
         raise CorruptRunError(f"event log {log} {where} has an invalid envelope")
     return event
 
@@ -294,12 +312,12 @@ class Replayed:
     """The replayed document, how many complete records made it, how many bytes of a torn final
     fragment were left out, and the afterHash of every record (the chain, oldest first)."""
 
-    doc: dict[str, Any]
+    doc: dict[str, object]
     events: int
     discarded_tail_bytes: int
     after_hashes: tuple[str, ...]
     # The transition records themselves (records[i] is line i + 2), kept only when asked for.
-    records: tuple[dict[str, Any], ...] = ()
+    records: tuple[Transition, ...] = ()
 
     @property
     def last_hash(self) -> str:
@@ -325,7 +343,7 @@ def replay(snapshot: str | os.PathLike[str], *, keep_records: bool = False) -> R
     if first.get("afterHash") != current:
         raise CorruptRunError(f"event log {log} line 1: init hash does not match its document")
     hashes = [current]
-    kept: list[dict[str, Any]] = []
+    kept: list[Transition] = []
     for index in range(1, len(lines)):
         number = index + 1
         event = _record(lines[index], f"line {number}", log)

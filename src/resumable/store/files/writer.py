@@ -194,7 +194,8 @@ class Writer:
             raise
         state.doc = doc
         state.adopt = None
-        if self.indexed(state):
+        keeper = self._keeper
+        if (keeper is not None and keeper.pending is not None) or self.indexed(state):
             self.keeper.after_commit(state, before, pending)
         # A finished run's view is made exact once; an adopted base gets a fresh marker at once.
         force = False
@@ -322,7 +323,9 @@ class Writer:
                 self.cursor.locked = False
                 self.lock.release()
             return
-        if state is None or state.snap_seq == state.seq or state.adopt:
+        keeper = self._keeper
+        held = keeper is not None and keeper.pending is not None  # index commits held back
+        if state is None or (state.snap_seq == state.seq and not held) or state.adopt:
             return
         self.lock.acquire()
         self.cursor.locked = True
@@ -332,6 +335,8 @@ class Writer:
                 self.view.refresh(state)
                 if state.snap_seq == state.seq and self.indexed(state):
                     self.keeper.after_refresh(state)
+            if keeper is not None and keeper.pending is not None and state.doc is not None and not state.adopt:
+                keeper.catch_up(state)
         finally:
             self.cursor.locked = False
             self.lock.release()

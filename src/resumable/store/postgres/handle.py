@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 
     from resumable.core.types import Event
+    from resumable.core.types import RunDocument as Doc
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.listen import Listener
     from resumable.store.postgres.place import Place
@@ -64,9 +65,9 @@ class PgRunHandle:
         except NoSchemaError:
             return False  # a database resumable never wrote to holds no run
 
-    def load(self) -> dict[str, Any] | None:
+    def load(self) -> Doc | None:
         """The document: the numbered events, then the workers' events not numbered yet."""
-        def catch_up(conn: Connection) -> tuple[RunState | None, dict[str, Any] | None]:
+        def catch_up(conn: Connection) -> tuple[RunState | None, Doc | None]:
             row = runstate.find_row(conn, self._run_id, lock=False)
             if row is None or row.seq == 0:
                 return None, None
@@ -81,12 +82,10 @@ class PgRunHandle:
         except BaseException:
             self.state = None  # a replay that stopped half way leaves a half-built document
             raise
-        if doc is not None:
-            # A newer resumable's document, or a malformed one, is refused, never handed out to be misread.
-            refuse_unreadable(doc, self._run_id)
-        return doc
+        # A newer resumable's document, or a malformed one, is refused, never handed out to be misread.
+        return None if doc is None else refuse_unreadable(doc, self._run_id)
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Doc:
         doc = self.load()
         if doc is None:
             raise self.place.no_schema or self.missing()

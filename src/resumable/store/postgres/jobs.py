@@ -15,27 +15,34 @@ from resumable.store.postgres.queries import WORK, Q
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from resumable.core.types import Event
+    from resumable.core.types import Event, Launch
+    from resumable.store.backend import PlanDecision, Submitted
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.place import Place
     from resumable.store.postgres.runstate import RunWriter
 
 
-def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
-           steps: Sequence[Mapping[str, Any]], plan: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+def submit(place: Place, run_id: str, *, task: str, launch: Launch,
+           steps: Sequence[Mapping[str, Any]], plan: Callable[[Mapping[str, Any]], Mapping[str, PlanDecision]],
            options: Mapping[str, Any],
-           marks: Callable[[Mapping[str, Any]], Sequence[Event]] | None = None) -> dict[str, Any]:
+           marks: Callable[[Mapping[str, Any]], Sequence[Event]] | None = None,
+           units: Sequence[str] | None = None,
+           held: Callable[[str], Mapping[str, Any] | None] | None = None) -> Submitted:
     """Record a job as a run: its steps (``{"id", "needs", "spec", "command"}``, in the job's
     order), which of them run (``plan(units)`` -> ``{step: decision}`` with ``run``, ``reason``,
     ``invalidate``, decided on the document under the row lock) and the run's options; ``marks(units)``
     gives the events marking units of steps the job no longer has (and unmarking returned ones). Submitting
     the same job again is a resume: done steps stay skipped, steps a live worker holds keep their
-    claim, and nothing is recorded twice. Returns ``{"run", "skip", "run_steps", "concluded"}``."""
+    claim, and nothing is recorded twice. Returns ``{"run", "skip", "run_steps", "concluded"}``.
+
+    Target steps: ``steps`` are the selected ones, ``units`` every step of the job (the units a new
+    run starts with) and ``held(step)`` a step not selected in the same form, for one a live worker
+    holds (it keeps its claim). The other steps get no row: their units stay as they stand."""
     handle = place.handle(run_id)
 
-    def txn(w: RunWriter) -> dict[str, Any]:
+    def txn(w: RunWriter) -> Submitted:
         if w.state.doc is None:
-            w.apply([verbs.init(task, run_id, units=[s["id"] for s in steps], launch=launch)])
+            w.apply([verbs.init(task, run_id, units=list(units or [s["id"] for s in steps]), launch=launch)])
         w.apply([verbs.begin(launch)])
         old = {r[0]: r[1:] for r in w.first_rows.fetchall()} if w.first_rows is not None else {}
         if any(int(r[6]) != w.row.pk for r in old.values()):
@@ -46,9 +53,10 @@ def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
         if removal:  # before invalidations: each restates its unit's state as planned
             w.apply(removal)
         decisions = plan(units_of(w.doc))
-        runs = {s["id"] for s in steps if decisions[s["id"]]["run"] or s["id"] in live}
-        rows = [_step_row(w, order, s, decisions[s["id"]], old.get(s["id"]), s["id"] in live, runs)
-                for order, s in enumerate(steps)]
+        rows_of = [*steps, *_held(steps, live, held)]
+        runs = {s["id"] for s in rows_of if s["id"] in live or decisions[s["id"]]["run"]}
+        rows = [_step_row(w, order, s, decisions.get(s["id"], {}), old.get(s["id"]), s["id"] in live, runs)
+                for order, s in enumerate(rows_of)]
         from psycopg.types.json import Jsonb
 
         w.conn.execute(Q.drop_steps, {"pk": w.row.pk})
@@ -57,13 +65,22 @@ def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
         w.row.job, w.row.stopping = dict(options), False
         concluded = conclude.conclude(w)
         w.conn.execute(Q.notify, {"channel": WORK, "payload": run_id})
-        return {"run": run_id, "run_steps": sorted(runs), "skip": len(steps) - len(runs), "concluded": concluded}
+        return {"run": run_id, "run_steps": sorted(runs), "skip": len(rows_of) - len(runs), "concluded": concluded}
 
     def lock_steps(conn: Connection) -> Any:
         return conn.execute(Q.lock_all_steps, {"run": run_id})  # before the run's row: the workers' lock order
 
-    out: dict[str, Any] = handle.write(txn, create=True, what=f"submit run {run_id}", first=lock_steps)
+    out: Submitted = handle.write(txn, create=True, what=f"submit run {run_id}", first=lock_steps)
     return out
+
+
+def _held(steps: Sequence[Mapping[str, Any]], live: set[str],
+          held: Callable[[str], Mapping[str, Any] | None] | None) -> list[Mapping[str, Any]]:
+    """The steps not selected that a live worker holds: they keep their rows (and claims)."""
+    if held is None:
+        return []
+    chosen = {s["id"] for s in steps}
+    return [s for s in map(held, sorted(live - chosen)) if s is not None]
 
 
 def _close_dead_attempts(w: RunWriter, live: set[str]) -> None:

@@ -16,7 +16,7 @@ import os
 import secrets
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError
@@ -26,6 +26,7 @@ from resumable.store.postgres.queries import Q
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from resumable.store.backend import LeaseHolder, WorkerPresence
     from resumable.store.postgres.db import Connection, Db
     from resumable.store.values import LeftoverGroup
 
@@ -72,7 +73,7 @@ class PgRunnerLease:
             raise
         self.conn = conn
 
-    def _take(self, conn: Connection) -> dict[str, Any] | None:
+    def _take(self, conn: Connection) -> LeaseHolder | None:
         """Take the advisory lock; None when taken, else the holder's row ({} without one). A
         session holding the lock without a row is a runner between taking it and writing its row,
         or a session on its way out (a connection's close does not wait for the server to let go)
@@ -89,12 +90,12 @@ class PgRunnerLease:
                 return holder or {}
             time.sleep(_PROBE_POLL)
 
-    def _holder_row(self, conn: Connection) -> dict[str, Any] | None:
+    def _holder_row(self, conn: Connection) -> LeaseHolder | None:
         row = conn.execute(Q.runner_lease,
                            (self.run_id,)).fetchone()
         return {"pid": row[0], "host": row[1], "startedAt": stamp(row[2].timestamp())} if row else None
 
-    def holder(self) -> dict[str, Any] | None:
+    def holder(self) -> LeaseHolder | None:
         """Read from pg_locks, without taking the lock: a probe that took it, even for an instant,
         would turn away a runner starting at that instant (and a second probe would see the first
         as a runner)."""
@@ -110,7 +111,7 @@ class PgRunnerLease:
         finally:
             conn.close()
 
-    def workers(self) -> list[dict[str, Any]] | None:
+    def workers(self) -> list[WorkerPresence] | None:
         """The workers holding unexpired claims on the run's steps (``RunnerLease.workers``), from
         the steps' leases and the attempts they run; then, with no steps, the registered workers that
         have not stopped, made an attempt on the run and hold nothing now (waiting for a retry's
@@ -122,9 +123,9 @@ class PgRunnerLease:
             idle = [r for r in conn.execute(Q.workers_of_run, (self.run_id,)) if r[0] not in holding]
         finally:
             conn.close()
-        return [*({"worker": w, "host": h, "pid": p, "steps": list(steps), "expiresIn": float(left)}
-                  for w, h, p, steps, left in rows),
-                *({"worker": w, "host": h, "pid": p, "steps": [], "expiresIn": None} for w, h, p in idle)]
+        out: list[WorkerPresence] = [{"worker": w, "host": h, "pid": p, "steps": list(steps), "expiresIn": float(left)}
+                                     for w, h, p, steps, left in rows]
+        return out + [{"worker": w, "host": h, "pid": p, "steps": [], "expiresIn": None} for w, h, p in idle]
 
     def leftovers(self) -> list[LeftoverGroup]:
         return []  # steps run on workers, which hand their own steps back (see the module docstring)
