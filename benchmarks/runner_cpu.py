@@ -143,6 +143,9 @@ def report(figs: list[Figures]) -> list[tuple[str, bool]]:
 
 
 def run(base: str, allow_tmpfs: bool, sizes: list[int], repeat: int, large_repeat: int) -> list[tuple[str, bool]]:
+    from benchmarks.runner import precompile
+
+    precompile()  # as installed: no command compiles its modules anew
     figs = []
     with scratch(base, allow_tmpfs) as (work, _fs):
         print(f"cpus {os.cpu_count()}; load average {os.getloadavg()[0]:.2f}; steps `touch out/s<i>`,"

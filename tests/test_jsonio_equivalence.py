@@ -347,6 +347,11 @@ def test_long_digit_runs_are_checked_cheaply() -> None:
     assert jsonio._orjson_exact(b'{"no": "long digit runs", "n": 123456789012345678}')
     assert not jsonio._orjson_exact(b"[9223372036854775808]")
     assert not jsonio._orjson_exact(b'["12345678901234567890"]')  # a string: merely slower
+    # A digest's hex with a long run of decimal digits in it is a string, not a number.
+    assert jsonio._orjson_exact(b'{"sha": "3a99999999999999999999999999b4", "u": "1e99999999999999999999f"}')
+    assert not jsonio._orjson_exact(b'[1e99999999999999999999]')  # an exponent: its word is a number
+    assert not jsonio._orjson_exact(b'{"a": -99999999999999999999}')
+    assert not jsonio._orjson_exact(b'[0.5e+99999999999999999999]')
 
 
 # --- what the hot path imports -----------------------------------------------------------------

@@ -171,3 +171,22 @@ def test_next_attempt_number_is_one_above_the_highest_recorded() -> None:
     # Null-safe: a malformed unit, attempt list or attempt, or a boolean n, counts for nothing.
     for unit in (None, "x", {"attempts": None}, {"attempts": ["x", None, {"n": "2"}, {"n": True}, {}]}):
         assert next_attempt_number(unit) == 1
+
+
+def test_is_document_accepts_what_resumable_writes_and_refuses_what_readers_must_not_see() -> None:
+    from resumable.core.model import is_document, refuse_unreadable
+    from resumable.errors import CorruptRunError, NewerFormatError
+
+    doc = new_document("r1", "t", ["a"], stamp())
+    assert is_document(doc)
+    assert refuse_unreadable(doc) is doc  # handed back as it is, typed: no copy on the load path
+    # A null unit or container is read null-safe, not refused.
+    assert is_document({**doc, "units": {"a": None}, "phases": None})
+    for bad in ({**doc, "units": 3}, {**doc, "phases": "x"}, {**doc, "openItems": {}}, {"task": "t"}):
+        assert not is_document(bad)
+        with pytest.raises(CorruptRunError, match="is malformed"):
+            refuse_unreadable(bad, "r1")
+    newer = {**doc, "schemaVersion": 99}
+    assert not is_document(newer)  # never raises: the readers' error says why
+    with pytest.raises(NewerFormatError, match="upgrade resumable"):
+        refuse_unreadable(newer, "r1")

@@ -6,7 +6,7 @@ and on the misspellings next to it, which must fail.
 
 from __future__ import annotations
 
-from resumable.core.types import Attempt, Event, FinalizeEvent, RunDocument, Unit, UnitEvent, UnitState
+from resumable.core.types import Attempt, Event, FinalizeEvent, RunDocument, RunState, Unit, UnitEvent, UnitState
 
 
 def describe(event: Event) -> str:
@@ -50,3 +50,17 @@ def from_the_verbs() -> list[Event]:
     state: UnitState = done["state"]
     closing = verbs.finalize("done", f"{done['unit']} {state}")
     return [done, closing, verbs.invalidate("build", "the command changed"), verbs.phase("test", "running")]
+
+
+def read_state(path: str) -> RunState:
+    """A store hands out the document typed: ``core.model.is_document`` guards its load path."""
+    from resumable.store import open_path
+
+    return open_path(path).read()["status"]
+
+
+def checked(value: dict[str, object]) -> str | None:
+    """``is_document`` narrows a decoded value to a ``RunDocument``."""
+    from resumable.core.model import is_document
+
+    return value["task"] if is_document(value) else None

@@ -30,6 +30,12 @@ def f(event: Event, doc: RunDocument) -> object:
         return event["reason"]
     doc["status"] = "finished"
     return doc["unitz"]
+
+
+def g() -> object:
+    from resumable.store import open_path
+
+    return open_path("x.json").read()["stauts"]
 '''
 EXPECTED = {
     3: "typeddict-unknown-key",  # "stat" for "state"
@@ -39,6 +45,7 @@ EXPECTED = {
     11: "typeddict-item",  # a unit event has no "reason" (an invalidation has)
     12: "typeddict-item",  # no run state "finished"
     13: "typeddict-item",  # no "unitz" in a document
+    19: "typeddict-item",  # what a store reads is a RunDocument: no "stauts" in it
 }
 
 

@@ -162,7 +162,7 @@ def read_command(ticket_id: str, run_id: str, phase: str, base_dir: str | None, 
         raise SystemExit(_fail(f"Read failed: {exc}", 1)) from None
     for warning in result.warnings:
         _say(warning)
-    out: dict[str, Any] = {"success": result.success, "correlation_id": result.correlation_id}
+    out: dict[str, object] = {"success": result.success, "correlation_id": result.correlation_id}
     if result.checkpoint is not None:
         out["checkpoint"] = to_dict(result.checkpoint)
     else:
@@ -200,7 +200,7 @@ def validate_command(ticket_id: str, run_id: str, phase: str, root: str | None, 
         # itself still reaches the error table, as one line.
         _compact({"is_valid": False, "success": False, "error": f"Validate failed: {type(exc).__name__}"})
         raise
-    out: dict[str, Any] = {"is_valid": result.is_valid, "success": result.success, "errors": list(result.errors),
+    out: dict[str, object] = {"is_valid": result.is_valid, "success": result.success, "errors": list(result.errors),
                            "warnings": list(result.warnings), "correlation_id": result.correlation_id}
     if result.checkpoint is not None:
         out["checkpoint"] = to_dict(result.checkpoint)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
@@ -73,7 +72,7 @@ def attempts_command(run: str, step: str | None, store_url: str | None, as_json:
         backend.close()
     for a in rows:
         if as_json:
-            out: dict[str, Any] = {k: (v.astimezone(UTC).isoformat() if hasattr(v, "astimezone") else v)
+            out: dict[str, object] = {k: (v.astimezone(UTC).isoformat() if hasattr(v, "astimezone") else v)
                                    for k, v in a.items()}
             sys.stdout.write(jsonio.dumps(out).decode() + "\n")
             continue

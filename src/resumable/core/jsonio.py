@@ -283,13 +283,40 @@ def _orjson_exact(data: bytes | bytearray) -> bool:
     if not any(b"0" * 19 in data[i : i + step + 18].translate(_DIGITS_TO_ZERO) for i in range(0, len(data), step)):
         return True
     zeros = data.translate(_DIGITS_TO_ZERO)
-    if b"0" * 20 in zeros:
-        return False
-    import re  # only here: orjson's own import costs far more
+    at = zeros.find(b"0" * 19)
+    while at >= 0:
+        end = at + 19
+        while end < len(zeros) and zeros[end] == 0x30:
+            end += 1
+        # One below 9 * 10**18 fits in 63 bits (e.g. nanosecond timestamps).
+        if (end - at > 19 or int(data[at:end]) > _INT64_MAX) and not _in_word(data, at, end):
+            return False
+        at = zeros.find(b"0" * 19, end)
+    return True
 
-    # No run is longer than 19 digits here, so each match is a whole run; one below 9 * 10**18
-    # fits in 63 bits (e.g. nanosecond timestamps), and only those starting with 9 need a look.
-    return not any(int(run) > _INT64_MAX for run in re.findall(rb"9[0-9]{18}", data))
+
+# What a number token is made of, and the letters and digits of a word around it: a run of digits
+# whose word holds another letter (the hex digits of a SHA-256, which has 19 decimal digits in a
+# row about once in 100 digests) is in a string, never a number. A number is always delimited by
+# punctuation or whitespace, so its word is the number itself.
+_NUMBER_BYTES = frozenset(b"0123456789eE.+-")
+_WORD_BYTES = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-")
+
+
+def _in_word(data: bytes | bytearray, start: int, end: int) -> bool:
+    """Whether the digits ``data[start:end]`` lie in a word that holds a letter other than e or E
+    (so inside a string): the nearest such letter on either side, scanning over word bytes."""
+    i = start - 1
+    while i >= 0 and data[i] in _WORD_BYTES:
+        if data[i] not in _NUMBER_BYTES:
+            return True
+        i -= 1
+    i = end
+    while i < len(data) and data[i] in _WORD_BYTES:
+        if data[i] not in _NUMBER_BYTES:
+            return True
+        i += 1
+    return False
 
 
 # --- the interface -----------------------------------------------------------------------------

@@ -33,11 +33,7 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> ResumeSet
     diagnostics, whose cycle search costs a fraction of a second at 100,000 units.
     """
     units = units_of(doc)
-    status: dict[str, str | None] = {uid: unit_status(u) for uid, u in units.items()}
-    # Each unit's needs, read once (every pass below walks them); most units need nothing.
-    needs: dict[str, list[str]] = {}
-    for uid, u in units.items():
-        needs[uid] = unit_deps(u) if u.__class__ is dict and u.get("dependsOn") else _NONE
+    status, needs = _status_and_needs(units)
     memo: dict[str, str] = {}
 
     def first_not_done(uid: str) -> str | None:
@@ -72,12 +68,11 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> ResumeSet
                 return node
             node = nxt
 
-    skip: list[str] = []
+    skip = [uid for uid, st in status.items() if st == "done"]
     eligible: list[str] = []
     dep_blocked: dict[str, str] = {}
-    for uid in units:
-        if status[uid] == "done":
-            skip.append(uid)
+    for uid, st in status.items() if len(skip) < len(status) else ():
+        if st == "done":
             continue
         missing = first_not_done(uid)
         if missing is None:
@@ -89,6 +84,22 @@ def resume_set(doc: Mapping[str, Any], *, diagnostics: bool = True) -> ResumeSet
     if diagnostics:
         _diagnose(out, units, needs, status)
     return out
+
+
+def _status_and_needs(units: Mapping[str, Any]) -> tuple[dict[str, str | None], dict[str, list[str]]]:
+    """Each unit's status (None: malformed) and needs, read once (every pass of the resume set walks
+    them). Most units need nothing, and a large run read through its digests shares one object
+    among all units of one digest: each distinct object is read once."""
+    status: dict[str, str | None] = {}
+    needs: dict[str, list[str]] = {}
+    seen: dict[int, tuple[str | None, list[str]]] = {}  # by identity: every unit stays alive meanwhile
+    for uid, u in units.items():
+        known = seen.get(id(u))
+        if known is None:
+            deps = unit_deps(u) if u.__class__ is dict and u.get("dependsOn") else _NONE
+            known = seen[id(u)] = (unit_status(u), deps)
+        status[uid], needs[uid] = known
+    return status, needs
 
 
 def _diagnose(out: ResumeSet, units: Mapping[str, Any], needs: Mapping[str, list[str]],

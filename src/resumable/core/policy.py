@@ -51,7 +51,9 @@ class RetryPolicy:
         stays the minimum a user can rely on."""
         if retry < 1:
             return 0.0
-        base = min(self.backoff * (2.0 ** (retry - 1)), MAX_DELAY)
+        # The exponent is capped (a float overflows at 2^1024): any backoff that matters reaches
+        # MAX_DELAY long before, so any retry count gives a bounded wait.
+        base = min(self.backoff * (2.0 ** min(retry - 1, 1000)), MAX_DELAY)
         return base * (1.0 + self.jitter * rand())
 
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from resumable.core.policy import RetryPolicy
 from resumable.core.stamps import stamp
 from resumable.durable.codec import error_line, error_record
 
@@ -37,7 +38,8 @@ def as_failure(uid: str, exc: BaseException) -> StepFailed:
 
 class Policy:
     """How a step retries: up to ``retries`` more attempts after an exception of ``retry_on``,
-    waiting ``backoff * 2**(k-1)`` seconds before retry k."""
+    waiting ``backoff * 2**(k-1)`` seconds before retry k, at most ``policy.MAX_DELAY`` (the
+    runner's rule: any retry count gives a bounded wait, which ``time.sleep`` accepts)."""
 
     __slots__ = ("backoff", "retries", "retry_on")
 
@@ -48,7 +50,7 @@ class Policy:
         self.retry_on = retry_on
 
     def wait(self, k: int) -> float:
-        return float(self.backoff * 2 ** (k - 1)) if self.backoff > 0 else 0.0
+        return RetryPolicy(backoff=self.backoff, jitter=0.0).delay(k, lambda: 0.0) if self.backoff > 0 else 0.0
 
 
 class Outcome:

@@ -220,8 +220,8 @@ class Step:
                 pre.append(verbs.invalidate(uid, reason))
             return Call(uid, self.name, next_attempt(unit), pre)
 
-    def fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": "step", "step": self.name}
+    def fields(self) -> dict[str, object]:
+        out: dict[str, object] = {"kind": "step", "step": self.name}
         stack = _STACK.get()
         if stack:
             out["parent"] = stack[-1]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from typing import Any
 
 from resumable.core import jsonio
 from resumable.guard.state import refuse_or_translate, refused
@@ -35,7 +34,7 @@ def append(path: str, event: Mapping[str, object]) -> None:
         os.close(fd)
 
 
-def read(path: str) -> list[dict[str, Any] | None]:
+def read(path: str) -> list[dict[str, object] | None]:
     """Every event, oldest first (None for a line that is not a JSON object)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -51,7 +50,7 @@ def read(path: str) -> list[dict[str, Any] | None]:
             data = handle.read()
     finally:
         os.close(fd)
-    events: list[dict[str, Any] | None] = []
+    events: list[dict[str, object] | None] = []
     for line in data.splitlines():
         try:
             event = jsonio.stdlib_loads(line)

@@ -31,7 +31,6 @@ import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from resumable.errors import InvalidInputError, NoRunError, RefusedError, ResumableError, StoreError
 from resumable.guard import history, outcome, passrun, state
@@ -185,7 +184,7 @@ def _settle(paths: Paths, current: state.GuardState, out: Callable[[str], None],
     return settled
 
 
-def _recorded_outcome(events: list[dict[str, Any]], began: str) -> tuple[str, int, str] | None:
+def _recorded_outcome(events: list[dict[str, object]], began: str) -> tuple[str, int, str] | None:
     """(status, exit code, finished at) of the unfinished pass, if its guard appended its outcome to
     the history before it was killed: the pass event with the pass's number and start time, and
     well-formed (the history is informational: anything else is no outcome)."""

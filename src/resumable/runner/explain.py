@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 INTEGRATED = "reconciled-from-trailer:"  # a unit marked done from an integrated commit
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen (never changed once made, all the same): a re-run of a 100,000-step job makes one per
+# step, and a frozen dataclass's __init__ costs several times a plain one's.
+@dataclass(slots=True)
 class Decision:
     step: str
     run: bool

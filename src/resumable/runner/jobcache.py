@@ -66,10 +66,12 @@ def load(path: str | os.PathLike[str], name_override: str | None,
     """The job of the file at ``path``, from the cache of the store ``open_store(base_dir)``
     opens when it has this very file's, else parsed (and then kept there)."""
     _PENDING.clear()
+    _LAST.clear()
     p = Path(path)
     data = read_job_bytes(p)
     resolved = p.resolve()
     name, key = cache_key(resolved, data, name_override)
+    _LAST.append((name, key))
     try:
         backend = open_store(str(resolved.parent))
     except (ResumableError, OSError):
@@ -90,6 +92,21 @@ def load(path: str | os.PathLike[str], name_override: str | None,
 # The cache of the job parsed last, written by ``keep`` once the run it was parsed for went ahead:
 # bad input (a refused runs directory, a run of a newer format) must leave the disk as it was.
 _PENDING: list[tuple[Callable[[str], Backend], str, str, bytes]] = []
+
+
+# (the cache's name, its key) of the job file loaded last: what a re-run's kept answer is found by
+# (``runner.verdict``).
+_LAST: list[tuple[str, str]] = []
+
+
+def last_key() -> tuple[str, str] | None:
+    return _LAST[0] if _LAST else None
+
+
+def forget() -> None:
+    """The job is read another way (a database store's runner parses it): no key to keep."""
+    _LAST.clear()
+    _PENDING.clear()
 
 
 def keep() -> None:

@@ -72,9 +72,11 @@ def load_job(opts: RunOptions) -> Job:
 def _parsed(opts: RunOptions, path: str | Path) -> Job:
     """The job file's job: parsed once, then read from the runs directory's cache while the file is
     unchanged (``runner.jobcache``); a database store keeps no cache (parsed by each runner)."""
-    if opts.state_dir is None and store.store_url(opts.store) is not None:
-        return load_job_file(path, name_override=opts.job)
     from resumable.runner import jobcache
+
+    if opts.state_dir is None and store.store_url(opts.store) is not None:
+        jobcache.forget()
+        return load_job_file(path, name_override=opts.job)
 
     return jobcache.load(path, opts.job, lambda base: store.open_backend(opts.state_dir, start=base))
 
@@ -119,6 +121,12 @@ def settle_memory() -> None:
 
 
 def _run(opts: RunOptions) -> int:
+    from resumable.runner import verdict
+
+    if verdict.eligible(opts):
+        code = kept_answer(opts)
+        if code is not None:
+            return code
     job: Job | None = None
     name = opts.job
     if not ((opts.status or opts.reset) and opts.job and not opts.steps):
@@ -139,7 +147,7 @@ def _run(opts: RunOptions) -> int:
         handle = backend.open(name)
         work = selection(job, opts.targets)
         if opts.explain or opts.dry_run:
-            return preview(job, work, handle, opts)
+            return preview(job, work, handle, opts, backend)
         from resumable.store.backend import WorkQueue
 
         if isinstance(backend, WorkQueue):  # a store whose steps run on workers
@@ -148,6 +156,32 @@ def _run(opts: RunOptions) -> int:
         return execute(job, backend, handle, opts, work)
     finally:
         backend.close()
+
+
+def kept_answer(opts: RunOptions) -> int | None:
+    """A re-run (or --dry-run) with nothing to do, answered as the last one was when nothing it
+    depends on changed (``runner.verdict``); None: take the long way."""
+    from resumable.runner import verdict
+
+    found = verdict.find(opts)
+    if found is None:
+        return None
+    try:
+        if opts.dry_run:
+            return verdict.answer(found, opts, None)
+        lease = found.backend.lease(found.name)
+        lease.acquire()  # refuses (exit 2) when another runner is live, as the long way does
+        try:
+            reap_leftovers(lease, warn=lambda text: print(f"warning: {text}", file=sys.stderr))
+            return verdict.answer(found, opts, launch_of(opts))
+        finally:
+            lease.release()
+    finally:
+        found.backend.close()
+
+
+def launch_of(opts: RunOptions) -> Launch:
+    return {"kind": "resumable", "argv": ["resumable", "run", *opts.replay_args()], "cwd": os.getcwd()}
 
 
 def selection(job: Job, targets: tuple[str, ...]) -> Job:
@@ -168,10 +202,13 @@ def selection(job: Job, targets: tuple[str, ...]) -> Job:
     return replace(job, steps=tuple(s for s in job.steps if s.id in keep))
 
 
-def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions) -> int:
-    """--dry-run and --explain: the decisions, printed; nothing executed or written."""
+def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: Backend | None = None) -> int:
+    """--dry-run and --explain: the decisions, printed; nothing executed or written (but the
+    answer of a dry run with nothing to do, kept for the next one: ``runner.verdict``)."""
     from resumable.core.text import escape_controls
+    from resumable.runner import verdict
 
+    before = verdict.run_files(handle)
     doc: Mapping[str, Any] = handle.load() or {}
     units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
     assert isinstance(units, dict)
@@ -192,6 +229,8 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions) -> int:
     rest = f", {others} not selected" if others else ""
     lines.append(f"{n} to run, {len(decisions) - n} to skip{rest} (dry run: nothing executed or written)")
     sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
+    if n == 0 and backend is not None:
+        verdict.keep(job, work, opts, backend, handle, units, decisions, before)
     return 0
 
 
@@ -247,7 +286,10 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, wor
     lease.acquire()  # refuses (exit 2) when another runner is live
     try:
         reap_leftovers(lease, reporter.warn)
-        launch: Launch = {"kind": "resumable", "argv": ["resumable", "run", *opts.replay_args()], "cwd": os.getcwd()}
+        launch = launch_of(opts)
+        from resumable.runner import verdict
+
+        before = verdict.run_files(handle)
         writer = SafeWriter(handle, reporter.warn, reopen=lambda: backend.open(job.name))
         if not handle.exists():
             writer.write("init", [verbs.init(f"resumable run {job.name}", job.name,
@@ -272,9 +314,17 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, wor
             reporter.start(work, decisions, {})
             reporter.close()
             removed = removed_count(units, {s.id for s in job.steps})
-            print(f"{job.name}: done ({summary_of(['skipped'] * len(decisions), removed)})")
+            summary = f"{job.name}: done ({summary_of(['skipped'] * len(decisions), removed)})"
+            print(summary)
+            if not refresh:
+                verdict.keep(job, work, opts, backend, handle, units, decisions, before, launch, summary)
             return 0
         writer.begin(launch)
+        from resumable.runner import jobcache
+
+        # The run went ahead: its parsed job file is kept now, not at the end, so that its
+        # encoding (the size of the job file) is not held while the run's document grows.
+        jobcache.keep()
         # One batch (one flush) for every step's bookkeeping before the work starts, however many.
         # Removal marks come first: each restates its unit's state as planned, before an
         # invalidation below may change that state.
@@ -416,7 +466,7 @@ def reconcile(job: Job, writer: SafeWriter, doc: Mapping[str, Any], reporter: An
     return bool(events)
 
 
-def reconciled_view(job: Job, doc: Mapping[str, Any], units: dict[str, Any]) -> dict[str, Any]:
+def reconciled_view(job: Job, doc: Mapping[str, Any], units: Mapping[str, object]) -> dict[str, object]:
     """The units as a reconcile would leave them, without writing (for --dry-run and --explain)."""
     from resumable.git.reconcile import NOTE_PREFIX
     from resumable.git.reconcile import reconcile as plan_reconcile
@@ -432,7 +482,7 @@ def reconciled_view(job: Job, doc: Mapping[str, Any], units: dict[str, Any]) -> 
     return view
 
 
-def _units(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _units(doc: Mapping[str, Any]) -> dict[str, object]:
     got = doc.get("units")
     return got if isinstance(got, dict) else {}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict
 
 from resumable.runner import explain
 from resumable.runner.conclude import redact_url, removal_marks, resume_hint
@@ -16,18 +16,19 @@ from resumable.runner.display import PlainReporter, fmt_duration, make_reporter
 from resumable.runner.fingerprint import fingerprint
 from resumable.runner.jobfile import Job, Step
 from resumable.runner.options import RunOptions
-from resumable.runner.stepspec import to_spec
+from resumable.runner.stepspec import StepSpec, to_spec
 from resumable.runner.worker import Worker, WorkerOptions, install_signal_handlers
 from resumable.runner.workqueue import ClaimLike
 from resumable.store import store_url
 
 if TYPE_CHECKING:
     from resumable.core.types import Launch
+    from resumable.store.backend import PlanDecision, Submitted
 
 
 def submit_job(queue: Any, job: Job, *, launch: Launch, force: bool = False, keep_going: bool = False,
                max_failures: int | None = None, work: Job | None = None,
-               ) -> tuple[dict[str, Any], dict[str, explain.Decision]]:
+               ) -> tuple[Submitted, dict[str, explain.Decision]]:
     """Record ``job`` as a run (idempotent: a resume when it exists); returns the store's answer
     and the decisions (run or skip, and why), taken on the run's document under its lock.
     ``work``: the job cut down to target steps and what they need (``session.selection``); only
@@ -36,7 +37,7 @@ def submit_job(queue: Any, job: Job, *, launch: Launch, force: bool = False, kee
     work = work or job
     steps = [_step_of(s) for s in work.steps]
 
-    def plan(units: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    def plan(units: Mapping[str, Any]) -> dict[str, PlanDecision]:
         decided.clear()
         decided.update(explain.plan(work, units, force=force))
         for s in steps:
@@ -44,23 +45,32 @@ def submit_job(queue: Any, job: Job, *, launch: Launch, force: bool = False, kee
             s["spec"]["cutoff"] = decided[s["id"]].cutoff
         return {sid: {"run": d.run, "reason": d.reason, "invalidate": d.invalidate} for sid, d in decided.items()}
 
-    options: dict[str, Any] = {"keep_going": keep_going, "max_failures": max_failures, "source": job.source}
-    extra: dict[str, Any] = {}
+    options: dict[str, object] = {"keep_going": keep_going, "max_failures": max_failures, "source": job.source}
+    extra: dict[str, object] = {}
     if work is not job:
         by_id = {s.id: s for s in job.steps}
         options["targets"] = True  # the verdict counts the steps left out as the local runner does
         extra = {"units": [s.id for s in job.steps],
                  "held": lambda sid: _step_of(by_id[sid]) if sid in by_id else None}
-    out: dict[str, Any] = queue.submit(job.name, task=f"resumable run {job.name}", launch=launch, steps=steps,
+    out: Submitted = queue.submit(job.name, task=f"resumable run {job.name}", launch=launch, steps=steps,
                                        plan=plan, options=options,
                                        marks=lambda units: removal_marks(job, units), **extra)
     return out, dict(decided)
 
 
-def _step_of(s: Step) -> dict[str, Any]:
+def _step_of(s: Step) -> SubmittedStep:
     """A step as the store records it: its spec (what a worker runs), fingerprint and needs."""
     return {"id": s.id, "needs": list(s.needs), "spec": to_spec(s) | {"fingerprint": fingerprint(s)},
             "command": s.command_text}
+
+
+class SubmittedStep(TypedDict):
+    """A step as the store records it (``WorkQueue.submit``'s ``steps``)."""
+
+    id: str
+    needs: list[str]
+    spec: StepSpec
+    command: str
 
 
 class ReporterSink:

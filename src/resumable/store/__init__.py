@@ -46,6 +46,6 @@ def open_backend(runs_dir: str | os.PathLike[str] | None = None, *, url: str | N
 def open_path(path: str | os.PathLike[str]) -> RunHandle:
     """A run of the file store by the path of its ``.json`` status file (the form ulpi's checkpoint.mjs writes)."""
     from resumable.store.files.backend import FileRunHandle
-    from resumable.store.files.layout import files_for
+    from resumable.store.files.layout import check_status_path, files_for
 
-    return FileRunHandle(files_for(path))
+    return FileRunHandle(files_for(check_status_path(os.fspath(path))))

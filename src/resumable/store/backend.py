@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
     from resumable.core.policy import RetryPolicy, Settled
-    from resumable.core.types import Unit
+    from resumable.core.types import Launch, Unit
 
     Picked = TypeVar("Picked")  # what a digest keeps of each unit (``UnitDigest``)
 
@@ -312,11 +312,28 @@ class RunImporter(Protocol):
     value, or nothing (a process killed half way leaves no run behind)."""
 
     def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
-                   blobs: Mapping[str, bytes]) -> Doc:
+                   blobs: Mapping[str, bytes]) -> Mapping[str, Any]:
         """Create ``run_id`` from ``batches`` (its init alone, then the rest of its history) and
         ``blobs`` (ref -> bytes, checked by the caller); the rebuilt document. ``RefusedError``
         (``store.transfer.AlreadyThere``) when a run with the id exists."""
         ...
+
+
+class PlanDecision(TypedDict, total=False):
+    """Whether a submitted step runs (``WorkQueue.submit``'s ``plan``), and why."""
+
+    run: bool
+    reason: str
+    invalidate: bool  # a done unit, invalidated (explicitly) before it runs again
+
+
+class Submitted(TypedDict):
+    """What ``WorkQueue.submit`` recorded."""
+
+    run: str
+    run_steps: list[str]  # the steps that run, sorted
+    skip: int  # how many steps are skipped
+    concluded: bool  # nothing left to run: the run was finalized at once
 
 
 class ClaimLike(Protocol):
@@ -347,9 +364,9 @@ class WorkQueue(Protocol):
     clock with a fencing token; an outcome whose token is no longer the step's is kept with its
     attempt and refused, never applied. What follows an outcome is ``core.policy``'s decision."""
 
-    def submit(self, run_id: str, *, task: str, launch: dict[str, Any], steps: Sequence[Mapping[str, Any]],
-               plan: Callable[[Mapping[str, Any]], Mapping[str, Any]], options: Mapping[str, Any],
-               marks: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    def submit(self, run_id: str, *, task: str, launch: Launch, steps: Sequence[Mapping[str, Any]],
+               plan: Callable[[Mapping[str, Any]], Mapping[str, PlanDecision]], options: Mapping[str, Any],
+               marks: Callable[[Mapping[str, Any]], Sequence[Event]] | None = None) -> Submitted:
         """Record a job's steps (``{"id", "needs", "spec", "command"}``), fingerprints and needs as a
         run (idempotent: submitting again resumes it); ``{"run", "skip", "run_steps", "concluded"}``."""
         ...

@@ -47,7 +47,7 @@ _HEX = frozenset("0123456789abcdef")
 @dataclass(frozen=True, slots=True)
 class Export:
     run_id: str
-    doc: dict[str, Any]  # as the file holds it: the store judges the document it rebuilds
+    doc: dict[str, object]  # as the file holds it: the store judges the document it rebuilds
     history: list[Event]  # objects with a string ``t``; the checkpoint rules judge the rest on import
     blobs: dict[str, bytes]
 
@@ -176,7 +176,7 @@ def already_there(run_id: str, root: str) -> AlreadyThere:
                         " first (resumable run --job ID --reset)")
 
 
-def import_run(backend: Backend, export: Export, *, source: str) -> Doc:
+def import_run(backend: Backend, export: Export, *, source: str) -> Mapping[str, Any]:
     """Rebuild the exported run in ``backend``; its document as rebuilt. ``RefusedError`` when a
     run with its id is there already; a history that does not replay is a ``StoreError`` and
     leaves nothing behind."""

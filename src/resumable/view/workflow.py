@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, TypeGuard
 
 from resumable.core import jsonio
 
@@ -195,7 +195,17 @@ def _json_parse(line: str) -> Any:
     return jsonio.stdlib_loads(line, parse_constant=_reject_constant)
 
 
-def _valid_entry(entry: object) -> bool:
+class JournalEntry(TypedDict):
+    """A line of a workflow's journal: an agent ``started`` for ``key``, or its ``result``; exactly these
+    keys (``_STARTED_KEYS``, ``_RESULT_KEYS``), or the journal has drifted from the format read here."""
+
+    type: str
+    key: str
+    agentId: str
+    result: NotRequired[object]  # a result's: the agent's own
+
+
+def _valid_entry(entry: object) -> TypeGuard[JournalEntry]:
     if not isinstance(entry, dict):
         return False
     kind = entry.get("type")
@@ -210,14 +220,14 @@ def _valid_entry(entry: object) -> bool:
         and agent != ""
 
 
-def parse_journal(text: str) -> list[dict[str, Any]] | None:
+def parse_journal(text: str) -> list[JournalEntry] | None:
     """Every entry, or None on any drift. Only a final line without a newline that does not parse as
     JSON may be dropped (a write cut short); a final line that parses must be a valid entry."""
     ended = text.endswith("\n")
     lines = text.split("\n")
     if ended:
         lines.pop()
-    entries: list[dict[str, Any]] = []
+    entries: list[JournalEntry] = []
     for index, line in enumerate(lines):
         if not line:
             return None
@@ -266,7 +276,7 @@ def read_workflow_status(
         return None
 
 
-def _summarise(entries: Sequence[dict[str, Any]], path: str, st: os.stat_result,
+def _summarise(entries: Sequence[JournalEntry], path: str, st: os.stat_result,
                stale_after: float | None, now: float | None) -> WorkflowStatus:
     completed = {e["agentId"] for e in entries if e["type"] == "result"}
     first_key: dict[str, str] = {}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 
 from resumable import fsio
 from resumable.core.model import check_run_id
@@ -28,6 +29,10 @@ from resumable.errors import DiskFullError, InvalidInputError, NoRunError, Store
 RUNS_SUBDIR = os.path.join(".resumable", "runs")
 ULPI_RUNS_SUBDIR = os.path.join(".ulpi", "runs")  # the ulpi tools' runs directory
 NAME_MAX = 255  # bytes in one path component on the filesystems we run on
+# The longest name a run's files take is its journal's temp file while it is rewritten,
+# ``.<stem>.journal.jsonl.tmp.<pid>`` (a pid has at most 7 digits): a stem past this would have its
+# snapshot, index or journal refused by the file system at a later write, not up front.
+MAX_STEM = NAME_MAX - len("..journal.jsonl.tmp.") - 7
 
 
 class RunsDir:
@@ -132,6 +137,17 @@ def files_for(snapshot_path: str | os.PathLike[str], *, by_id: bool = False) -> 
     return RunFiles(os.fspath(snapshot_path), by_id=by_id)
 
 
+def check_status_path(text: str) -> str:
+    """``text``, a run's ``.json`` status file, if every file of the run can be named beside it."""
+    name = os.path.basename(text)
+    if name == ".json":
+        raise InvalidInputError(f"status file name {text!r} has no stem")
+    if len(os.fsencode(name)) > MAX_STEM + len(".json"):
+        raise InvalidInputError(f"status file name is {len(os.fsencode(name))} bytes; too long (the limit is"
+                                f" {MAX_STEM + len('.json')}, for its journal's and temp files' names to fit)")
+    return text
+
+
 def resolve_run(run: str | os.PathLike[str], runs_dir: str) -> RunFiles:
     """A path ending in ``.json`` is used as given (ulpi's form); anything else is a run id
     meaning ``<runs-dir>/<id>.json``."""
@@ -139,13 +155,7 @@ def resolve_run(run: str | os.PathLike[str], runs_dir: str) -> RunFiles:
     if "\x00" in text:
         raise InvalidInputError("run argument contains a NUL byte")
     if text.endswith(".json"):
-        name = os.path.basename(text)
-        if name == ".json":
-            raise InvalidInputError(f"status file name {text!r} has no stem")
-        if len(os.fsencode(name)) > NAME_MAX - len(".journal.jsonl") + len(".json"):
-            raise InvalidInputError(f"status file name is {len(os.fsencode(name))} bytes; too long for"
-                                    " its journal's name to fit in a file name")
-        return files_for(text)
+        return files_for(check_status_path(text))
     check_run_id(text)
     return files_for(os.path.join(runs_dir, f"{text}.json"), by_id=True)
 
@@ -187,6 +197,9 @@ def check_log_dir(directory: str, stem: str, *, create: bool, entries: bool = Tr
         os.close(fd)
         return logs
     try:
+        key = _scan_key(fd)
+        if _scanned_clean(directory, stem, key):
+            return logs
         with os.scandir(fd) as found:
             for e in found:
                 if e.is_symlink():
@@ -199,7 +212,51 @@ def check_log_dir(directory: str, stem: str, *, create: bool, entries: bool = Tr
         raise translate(exc, f"cannot write step logs: {logs}") from exc
     finally:
         os.close(fd)
+    _remember_clean(directory, stem, key)
     return logs
+
+
+# A run of 100,000 steps leaves 100,000 logs, and every runner that takes the lease would list them
+# all. A directory's entries change only with its mtime and ctime (creating, removing or renaming
+# an entry sets both; ctime cannot be set back, not even by utime), so a listing found clean is
+# kept in the runs directory's cache (``cache``, the owner's alone) under the directory's identity
+# and those times, and not made again while they hold. Never for a directory changed in the last
+# seconds: an entry made within the same timestamp tick as the last change would leave them equal.
+_SETTLED_NS = 2_000_000_000
+
+
+def _scan_key(fd: int) -> bytes | None:
+    st = os.fstat(fd)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) <= _SETTLED_NS:
+        return None
+    return b"%d %d %d %d" % (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _scan_name(stem: str) -> str:
+    import hashlib
+
+    return "logscan." + hashlib.sha256(stem.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _scanned_clean(directory: str, stem: str, key: bytes | None) -> bool:
+    if key is None:
+        return False
+    from resumable.store.files import cache
+
+    return cache.read(directory, _scan_name(stem)) == key
+
+
+def _remember_clean(directory: str, stem: str, key: bytes | None) -> None:
+    """Best effort, and only in a runs directory that has a cache already (never a new directory
+    beside a run named by its .json path)."""
+    from resumable.store.files import cache
+
+    if key is None or not os.path.isdir(os.path.join(directory, cache.DIR)):
+        return
+    try:
+        cache.write(directory, _scan_name(stem), key)
+    except (OSError, ValueError):
+        pass
 
 
 def missing_run(files: RunFiles) -> StoreError | NoRunError:

@@ -19,6 +19,7 @@ from resumable.store.files.loader import Loaded, stat_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 EXACT_SNAPSHOT_BYTES = 64 * 1024
@@ -85,6 +86,10 @@ class SnapshotView:
         state.snap_seq = state.seq
         state.snap_size = size
         self.cursor.snap_offset = state.offset
+        if size > EXACT_SNAPSHOT_BYTES:  # a run large enough to keep an index
+            from resumable.store.files import summary
+
+            summary.keep(files, state.doc, state.seq)  # for the readers of a run at rest
 
 
 def sweep_temps(directory: str, stem: str) -> None:
@@ -103,7 +108,7 @@ def sweep_temps(directory: str, stem: str) -> None:
             pass
 
 
-def estimated_bytes(doc: dict[str, Any] | None) -> int:
+def estimated_bytes(doc: Mapping[str, Any] | None) -> int:
     """About what the pretty snapshot of ``doc`` will weigh (a fresh unit prints ~170 bytes)."""
     if doc is None:
         return 0

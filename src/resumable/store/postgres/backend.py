@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from typing import TypeVar
 
     from resumable.core.policy import RetryPolicy, Settled
+    from resumable.store.backend import Submitted
     from resumable.store.postgres.claims import Claim
     from resumable.store.postgres.db import Connection, Db
     from resumable.store.postgres.lease import PgRunnerLease
@@ -91,7 +92,7 @@ class PgBackend(WorkQueue):
                 if row is None or row.status not in ("done", "aborted"):
                     return False  # changed meanwhile: live again, or gone
                 state = runstate.load(conn, row.pk, f"{self.root}#{run_id}")
-                doc = state.doc or {}
+                doc: Mapping[str, Any] = state.doc or {}
                 if newer_version(doc) is not None:
                     return False  # a newer resumable's run: what its status means is not ours to judge
                 updated = parse_stamp(doc.get("updatedAt"))
@@ -143,7 +144,7 @@ class PgBackend(WorkQueue):
         self.place.close()
 
     def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
-                   blobs: Mapping[str, bytes]) -> dict[str, Any]:
+                   blobs: Mapping[str, bytes]) -> Mapping[str, Any]:
         """An exported run, whole, in one transaction (``RunImporter``; ``postgres.transfer``)."""
         return transfer.import_run(self.place, check_run_id(run_id), batches, blobs)
 
@@ -190,7 +191,7 @@ class PgBackend(WorkQueue):
 
     # -- the WorkQueue capability (store.backend) -----------------------------------------------
 
-    def submit(self, run_id: str, **kw: Any) -> dict[str, Any]:
+    def submit(self, run_id: str, **kw: Any) -> Submitted:
         """Record a job as a run (``jobs.submit``)."""
         return jobs.submit(self.place, run_id, **kw)
 
@@ -230,7 +231,7 @@ class PgBackend(WorkQueue):
     def step_summary(self, run_id: str) -> str:
         return reads.step_summary(self.place, run_id)
 
-    def attempts(self, run_id: str, step: str | None = None) -> list[dict[str, Any]]:
+    def attempts(self, run_id: str, step: str | None = None) -> list[dict[str, object]]:
         return reads.attempts(self.place, run_id, step)
 
     def attempt_log(self, run_id: str, step: str, n: int | None = None) -> tuple[int, bytes | None] | None:

@@ -15,18 +15,19 @@ from resumable.store.postgres.queries import WORK, Q
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from resumable.core.types import Event
+    from resumable.core.types import Event, Launch
+    from resumable.store.backend import PlanDecision, Submitted
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.place import Place
     from resumable.store.postgres.runstate import RunWriter
 
 
-def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
-           steps: Sequence[Mapping[str, Any]], plan: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+def submit(place: Place, run_id: str, *, task: str, launch: Launch,
+           steps: Sequence[Mapping[str, Any]], plan: Callable[[Mapping[str, Any]], Mapping[str, PlanDecision]],
            options: Mapping[str, Any],
            marks: Callable[[Mapping[str, Any]], Sequence[Event]] | None = None,
            units: Sequence[str] | None = None,
-           held: Callable[[str], Mapping[str, Any] | None] | None = None) -> dict[str, Any]:
+           held: Callable[[str], Mapping[str, Any] | None] | None = None) -> Submitted:
     """Record a job as a run: its steps (``{"id", "needs", "spec", "command"}``, in the job's
     order), which of them run (``plan(units)`` -> ``{step: decision}`` with ``run``, ``reason``,
     ``invalidate``, decided on the document under the row lock) and the run's options; ``marks(units)``
@@ -39,7 +40,7 @@ def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
     holds (it keeps its claim). The other steps get no row: their units stay as they stand."""
     handle = place.handle(run_id)
 
-    def txn(w: RunWriter) -> dict[str, Any]:
+    def txn(w: RunWriter) -> Submitted:
         if w.state.doc is None:
             w.apply([verbs.init(task, run_id, units=list(units or [s["id"] for s in steps]), launch=launch)])
         w.apply([verbs.begin(launch)])
@@ -69,7 +70,7 @@ def submit(place: Place, run_id: str, *, task: str, launch: dict[str, Any],
     def lock_steps(conn: Connection) -> Any:
         return conn.execute(Q.lock_all_steps, {"run": run_id})  # before the run's row: the workers' lock order
 
-    out: dict[str, Any] = handle.write(txn, create=True, what=f"submit run {run_id}", first=lock_steps)
+    out: Submitted = handle.write(txn, create=True, what=f"submit run {run_id}", first=lock_steps)
     return out
 
 
