@@ -40,7 +40,7 @@ class Launch(TypedDict, total=False):
     or the runner's ``{"kind": "resumable", "argv": [...], "cwd": ...}``."""
 
     scriptPath: str
-    args: dict[str, Any]  # the script's own arguments: whatever its author passed
+    args: dict[str, object]  # the script's own arguments: whatever its author passed
     kind: Literal["resumable"]
     argv: list[str]
     cwd: str
@@ -227,7 +227,7 @@ class ResumeRecipe(TypedDict, total=False):
     resumeSet: ResumeSet
     migrationOnly: bool
     reason: str
-    legacyLaunch: dict[str, Any]  # a launch descriptor no one can replay, passed through as found
+    legacyLaunch: dict[str, object]  # a launch descriptor no one can replay, passed through as found
     file: str  # where the unreadable run is
 
 
