@@ -376,9 +376,20 @@ class WorkQueue(Protocol):
     def unregister(self, worker: Any) -> None: ...
 
     def claim(self, worker: Any, runs: Sequence[str] | None, limit: int, *, ttl: float,
-              log_path: Callable[[str, str, int], str]) -> tuple[Sequence[ClaimLike], float | None]:
-        """Up to ``limit`` ready steps, in one transaction per run, taken with ``FOR UPDATE SKIP
-        LOCKED``; and seconds until something falls due without a notification."""
+              log_path: Callable[[str, str, int], str], ahead: int = 0) -> tuple[Sequence[ClaimLike], float | None]:
+        """Up to ``limit`` ready steps (and ``ahead`` more, claimed ahead of the free slots), in
+        one transaction per run, taken with ``FOR UPDATE SKIP LOCKED``; and seconds until something
+        falls due without a notification. A claim is not an attempt until ``record`` starts it."""
+        ...
+
+    def record(self, worker: Any, *, starts: Sequence[tuple[Any, float]] = (),
+               items: Sequence[tuple[Any, Mapping[str, Any], RetryPolicy]] = (), unstarted: Sequence[Any] = (),
+               slots: int = 0, ahead: int = 0, ttl: float = 0.0,
+               log_path: Callable[[str, str, int], str] | None = None) -> Any:
+        """What a worker says of one run, in one transaction: attempts started (claim, when),
+        outcomes, claims handed back unstarted; the next claims (``slots`` + ``ahead``) with them.
+        Returns ``settled`` (per outcome; None: stale), ``claims``, ``lost`` (started attempts whose
+        claim no longer held) and ``stopping`` (the run starts nothing new)."""
         ...
 
     def renew(self, worker: Any, held: Sequence[Any], ttl: float) -> Sequence[ClaimLike]:

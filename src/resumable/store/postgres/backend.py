@@ -202,20 +202,33 @@ class PgBackend(WorkQueue):
         claims.unregister(self.place, worker)
 
     def claim(self, worker: WorkerInfo, runs: Sequence[str] | None, limit: int, *, ttl: float,
-              log_path: Callable[[str, str, int], str]) -> tuple[list[Claim], float | None]:
+              log_path: Callable[[str, str, int], str], ahead: int = 0) -> tuple[list[Claim], float | None]:
         """Ready steps under leases (``claims.claim``), and when to look again without a notification."""
-        return claims.claim(self.place, ClaimRequest(worker, limit, ttl, log_path), runs)
+        return claims.claim(self.place, ClaimRequest(worker, limit, ttl, log_path, ahead), runs)
 
     def renew(self, worker: WorkerInfo, held: Sequence[Claim], ttl: float) -> list[Claim]:
         return claims.renew(self.place, worker, held, ttl)
+
+    def record(self, worker: WorkerInfo, *, starts: Sequence[tuple[Claim, float]] = (),
+               items: Sequence[tuple[Claim, Mapping[str, Any], RetryPolicy]] = (), unstarted: Sequence[Claim] = (),
+               slots: int = 0, ahead: int = 0, ttl: float = 0.0,
+               log_path: Callable[[str, str, int], str] | None = None) -> outcomes.Recorded:
+        """What a worker says of one run (``outcomes.record``): starts, outcomes, claims handed
+        back unstarted, and up to ``slots`` + ``ahead`` next claims, in one transaction."""
+        first = next(iter([*(c for c, _ in starts), *(c for c, _, _ in items), *unstarted]))
+        work = outcomes.Work(worker, first.run_id, first.run_pk, starts=[claims.Start(c, at) for c, at in starts],
+                             items=items, unstarted=unstarted)
+        request = ClaimRequest(worker, slots, ttl, log_path, ahead) if (slots or ahead) and log_path else None
+        return outcomes.record(self.place, work, request)
 
     def complete(self, items: Sequence[tuple[Claim, Mapping[str, Any], RetryPolicy]], *,
                  more: int = 0, worker: WorkerInfo | None = None, ttl: float = 0.0,
                  log_path: Callable[[str, str, int], str] | None = None) -> tuple[list[Settled | None], list[Claim]]:
         """Record outcomes of one run's attempts if their claims hold (``outcomes.complete``),
         claiming up to ``more`` ready steps of the run in the same transaction."""
-        request = ClaimRequest(worker, more, ttl, log_path) if more and worker and log_path else None
-        return outcomes.complete(self.place, items, request)
+        assert worker is not None
+        request = ClaimRequest(worker, more, ttl, log_path) if more and log_path else None
+        return outcomes.complete(self.place, worker, items, request)
 
     def tidy(self) -> None:
         """What the last claims and completions left to do: conclude a run seen with nothing open,
@@ -223,7 +236,8 @@ class PgBackend(WorkQueue):
         append.tidy(self.place)
 
     def release(self, claim: Claim, reason: str, **kw: Any) -> bool:
-        return outcomes.release(self.place, claim, reason, **kw)
+        worker = kw.pop("worker")
+        return outcomes.release(self.place, worker, claim, reason, **kw)
 
     def run_states(self, runs: Sequence[str]) -> dict[str, str | None]:
         return reads.run_states(self.place, runs)
