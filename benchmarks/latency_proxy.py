@@ -6,8 +6,9 @@ loopback), so what a design costs per round trip shows up in the figures and in 
         url = proxy.url("postgresql://root@127.0.0.1:5432/db")   # the same database, 1 ms away
 
 Every chunk read from one side is written to the other ``delay`` seconds after it arrived, in
-order; bandwidth is not limited. The proxy runs an asyncio loop on a thread of its own and stops
-with the ``with`` block (its connections are closed).
+order; bandwidth is not limited. ``requests()`` counts the chunks clients sent: each is a request
+the client then waited on, or part of one (a round trip is at least one). The proxy runs an
+asyncio loop in a process of its own and stops with the ``with`` block (its connections are closed).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class LatencyProxy:
         self.delay = delay
         self.port = 0
         self._process: Any = None
+        self._sent: Any = None
 
     def url(self, url: str) -> str:
         """``url`` pointed at the proxy (host 127.0.0.1, the proxy's port)."""
@@ -40,7 +42,8 @@ class LatencyProxy:
 
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
-        self._process = context.Process(target=serve, args=(self.target, self.delay, theirs), daemon=True,
+        self._sent = context.Value("q", 0, lock=False)
+        self._process = context.Process(target=serve, args=(self.target, self.delay, theirs, self._sent), daemon=True,
                                         name="latency-proxy")
         self._process.start()
         if not ours.poll(30):
@@ -49,6 +52,10 @@ class LatencyProxy:
         self.port = int(ours.recv())
         return self
 
+    def requests(self) -> int:
+        """Chunks the clients have sent so far (through every connection)."""
+        return int(self._sent.value) if self._sent is not None else 0
+
     def __exit__(self, *exc: object) -> None:
         if self._process is not None:
             self._process.terminate()
@@ -56,10 +63,11 @@ class LatencyProxy:
             self._process = None
 
 
-def serve(target: tuple[str, int], delay: float, report: Any) -> None:
-    """The proxy's process: listen on 127.0.0.1 (a free port, sent through ``report``) until killed."""
+def serve(target: tuple[str, int], delay: float, report: Any, sent: Any = None) -> None:
+    """The proxy's process: listen on 127.0.0.1 (a free port, sent through ``report``) until killed;
+    ``sent`` (a shared counter) counts the chunks clients send."""
     async def main() -> None:
-        proxy = _Proxy(target, delay)
+        proxy = _Proxy(target, delay, sent)
         server = await asyncio.start_server(proxy.serve, "127.0.0.1", 0)
         report.send(server.sockets[0].getsockname()[1])
         async with server:
@@ -69,9 +77,10 @@ def serve(target: tuple[str, int], delay: float, report: Any) -> None:
 
 
 class _Proxy:
-    def __init__(self, target: tuple[str, int], delay: float) -> None:
+    def __init__(self, target: tuple[str, int], delay: float, sent: Any = None) -> None:
         self.target = target
         self.delay = delay
+        self.sent = sent
 
     async def serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         try:
@@ -79,10 +88,10 @@ class _Proxy:
         except OSError:
             client_writer.close()
             return
-        await asyncio.gather(self._pump(client_reader, server_writer), self._pump(server_reader, client_writer),
-                             return_exceptions=True)
+        await asyncio.gather(self._pump(client_reader, server_writer, self.sent),
+                             self._pump(server_reader, client_writer), return_exceptions=True)
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, count: Any = None) -> None:
         """Copy ``reader`` to ``writer``, each chunk ``delay`` seconds after it was read."""
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
@@ -101,6 +110,8 @@ class _Proxy:
         try:
             while True:
                 data = await reader.read(65536)
+                if count is not None and data:
+                    count.value += 1
                 await queue.put((time.monotonic() + self.delay, data))
                 if not data:
                     break

@@ -10,6 +10,16 @@ steps are taken back.
 ``postgresql://root@127.0.0.1:5432/postgres``): a scratch database is created there and dropped.
 Everything else is written in a temporary directory.
 
+What is timed: workers are started first and wait for their run (``worker --wait``); each
+phase is timed from the run's creation (the submit's transaction, in the server's clock) to the
+last worker's exit, so the workers' interpreter start-up is left out and their work, the run's
+conclusion and their exit are in. The local runner's time leaves out its interpreter's start-up
+and the job file's reading (a process doing only that, timed alike). Each phase also prints the
+CPU per step of the processes it started (workers or the local runner, their steps included), of
+the server's backends for the scratch database (read from /proc: the server on this host), and
+the transactions per step the server counted; the remote phase the round trips per step (the
+requests the proxy forwarded). The remote steps are the argv ``["sleep", "0.1"]`` (no shell).
+
 Floors (PASS/FAIL lines; exit 0 only if all pass):
 - no per-run ceiling: 4 workers (-j 2) on one run of N `true` steps reach >= 0.9 x the steps/s of
   the same 4 workers on two runs of N/2 steps, 2 workers each;
@@ -74,42 +84,101 @@ def run(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
-def workers(n: int, url: str, jobs: list[Path], cwd: Path, env: dict[str, str], *, slots: int = 2,
-            sample: bool = False) -> tuple[float, int, list[int]]:
-    """(seconds from the workers' start to the runs' end, claims made, lock waiters per sample):
-    ``n`` workers split evenly over the runs of ``jobs`` (submitted first)."""
+def children_cpu() -> float:
+    """CPU seconds of the children waited for so far (and of theirs: the workers' steps)."""
+    import resource
+
+    got = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return got.ru_utime + got.ru_stime
+
+
+def transactions(url: str) -> int:
+    (n,) = sql(url, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()")[0]
+    return int(n)
+
+
+class Phase:
+    """What one measured phase cost: seconds, and per step the CPU of the processes it started
+    (workers or the local runner, with their steps), of the server's backends for the database,
+    and the transactions the server counted (the benchmark's own queries left out)."""
+
+    def __init__(self, steps: int, seconds: float, cpu: float, server: float | None, txns: int | None) -> None:
+        self.steps, self.seconds, self.cpu, self.server, self.txns = steps, seconds, cpu, server, txns
+
+    @property
+    def rate(self) -> float:
+        return self.steps / self.seconds
+
+    def costs(self) -> str:
+        out = f"CPU {self.cpu / self.steps * 1e3:.2f} ms/step"
+        if self.server is not None:
+            out += f", server {self.server / self.steps * 1e3:.2f} ms/step"
+        if self.txns is not None:
+            out += f", {self.txns / self.steps:.2f} transactions/step"
+        return out
+
+
+def workers(n: int, url: str, jobs: list[Path], cwd: Path, env: dict[str, str], *,
+            slots: int = 2) -> tuple[Phase, list[int]]:
+    """``n`` workers split evenly over the runs of ``jobs``: started first, each waiting for its
+    run (``--wait``), then the runs are submitted. Timed from the first run's creation, in the
+    server's clock (the submit's transaction included), to the last worker's exit: the workers'
+    interpreter start-up is not timed, their work and their exit are. Also the lock waiters per sample."""
     clean(url)
-    names = []
+    names = [job.stem for job in jobs]
+    cpu0 = children_cpu()
+    procs = [subprocess.Popen([*RESUMABLE, "worker", "--run", names[i % len(names)], "-j", str(slots), "-q",
+                               "--wait", "120s"], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+             for i in range(n)]
+    while waiting_workers(url) < n:  # every worker has started and waits for its run
+        if any(p.poll() is not None for p in procs):
+            sys.exit("benchmark: a worker ended before its run was submitted: "
+                     + next(p.communicate()[1] for p in procs if p.poll() is not None)[-500:])
+        time.sleep(0.05)
+    sampler = LockSampler(url)
+    txns0 = transactions(url)
     for job in jobs:
         run([*RESUMABLE, "submit", str(job), "-q"], cwd, env)
-        names.append(job.stem)
-    sampler = LockSampler(url) if sample else None
-    t0 = time.perf_counter()
-    procs = [subprocess.Popen([*RESUMABLE, "worker", "--run", names[i % len(names)], "-j", str(slots), "-q"],
-                              cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-             for i in range(n)]
     for p in procs:
         _, err = p.communicate()
         if p.returncode != 0:
             sys.exit(f"benchmark: a worker failed ({p.returncode}): {err[-500:]}")
-    elapsed = time.perf_counter() - t0
-    waits = sampler.stop() if sampler is not None else []
+    end = time.time()
+    waits, server = sampler.stop()
+    txns = transactions(url) - txns0 - sampler.queries
+    cpu = children_cpu() - cpu0
     (claims,) = sql(url, "SELECT count(*) FROM resumable_attempts")[0]
+    (start,) = sql(url, "SELECT extract(epoch FROM min(created_at)) FROM resumable_runs")[0]
     for name in names:
         (status,) = sql(url, "SELECT status FROM resumable_runs WHERE id = %s AND archived_at IS NULL", (name,))[0]
         if status != "done":
             sys.exit(f"benchmark: run {name} ended {status}")
-    return elapsed, int(claims), waits
+    return Phase(int(claims), end - float(start), cpu, server, txns), waits
+
+
+def waiting_workers(url: str) -> int:
+    import psycopg
+
+    try:
+        return int(sql(url, "SELECT count(*) FROM resumable_workers WHERE stopped_at IS NULL")[0][0])
+    except psycopg.errors.UndefinedTable:
+        return 0  # the first worker has not brought the schema yet
 
 
 class LockSampler:
-    """Every 50 ms, how many backends of the database wait on a lock (``pg_stat_activity``)."""
+    """Every 50 ms: how many backends of the database wait on a lock (``pg_stat_activity``), and
+    the CPU time of each backend of the database (``/proc``, when the server is on this host), so
+    the server's CPU per step can be told."""
 
     def __init__(self, url: str) -> None:
         import threading
 
         self.url = url
         self.samples: list[int] = []
+        self.cpu: dict[int, float] = {}
+        self.queries = 0
+        self.readable = True
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -117,17 +186,26 @@ class LockSampler:
     def _run(self) -> None:
         import psycopg
 
+        tick = os.sysconf("SC_CLK_TCK")
         with psycopg.connect(self.url, autocommit=True) as conn:
             while not self._stop.wait(0.05):
-                (waiting,) = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()").fetchone() or (0,)
-                self.samples.append(int(waiting))
+                rows = conn.execute(
+                    "SELECT pid, wait_event_type = 'Lock' FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND pid <> pg_backend_pid()").fetchall()
+                self.queries += 1
+                self.samples.append(sum(1 for _, waiting in rows if waiting))
+                for pid, _ in rows:
+                    try:
+                        with open(f"/proc/{pid}/stat") as f:
+                            fields = f.read().rsplit(")", 1)[1].split()
+                        self.cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+                    except (OSError, IndexError, ValueError):
+                        self.readable = False
 
-    def stop(self) -> list[int]:
+    def stop(self) -> tuple[list[int], float | None]:
         self._stop.set()
         self._thread.join()
-        return self.samples
+        return self.samples, (sum(self.cpu.values()) if self.readable and self.cpu else None)
 
 
 def transition_vs_commit(url: str, n: int = 400) -> tuple[float, float]:
@@ -243,17 +321,18 @@ def one_run_against_two(url: str, work: Path, env: dict[str, str], n: int) -> li
     rounds, best of each; lock waits sampled during the one-run rounds."""
     one = [job_file(work / "bench.toml", "bench", n)]
     two = [job_file(work / "half1.toml", "half1", n // 2), job_file(work / "half2.toml", "half2", n - n // 2)]
-    best_one = best_two = float("inf")
+    best_one = best_two = None
     samples: list[int] = []
     for _ in range(2):
-        elapsed, _, waits = workers(4, url, one, work, env, sample=True)
-        best_one = min(best_one, elapsed)
+        got, waits = workers(4, url, one, work, env)
+        best_one = got if best_one is None or got.seconds < best_one.seconds else best_one
         samples += waits
-        elapsed, _, _ = workers(4, url, two, work, env)
-        best_two = min(best_two, elapsed)
-    print(f"  4 workers x -j 2, one run          {n / best_one:8.0f} steps/s", flush=True)
-    print(f"  4 workers x -j 2, two runs (2 each) {n / best_two:7.0f} steps/s", flush=True)
-    ratio = best_two / best_one
+        got, _ = workers(4, url, two, work, env)
+        best_two = got if best_two is None or got.seconds < best_two.seconds else best_two
+    assert best_one is not None and best_two is not None
+    print(f"  4 workers x -j 2, one run           {best_one.rate:7.0f} steps/s; {best_one.costs()}", flush=True)
+    print(f"  4 workers x -j 2, two runs (2 each) {best_two.rate:7.0f} steps/s; {best_two.costs()}", flush=True)
+    ratio = best_two.seconds / best_one.seconds
     waited = sum(1 for s in samples if s) / max(len(samples), 1)
     print(f"  lock waits: {waited:.1%} of {len(samples)} samples (mean {statistics.fmean(samples or [0]):.2f}"
           " backends waiting)", flush=True)
@@ -264,38 +343,48 @@ def one_run_against_two(url: str, work: Path, env: dict[str, str], n: int) -> li
 def one_worker_against_local(url: str, work: Path, env: dict[str, str], pg_env: dict[str, str],
                              n: int) -> list[tuple[str, bool, str]]:
     """1 worker -j 2 against the local runner -j 2, the same job, interleaved rounds, best of each.
-    Reading the job file is the same work for both; the local runner's time leaves it out (the
-    worker starts after the submit that read it)."""
+    The local runner's time leaves out its interpreter's start-up and the job file's reading (a
+    process that only starts and reads it, timed alike); the worker's leaves out its start-up (see
+    ``workers``)."""
     job = job_file(work / "bench.toml", "bench", n)
     t_parse = run([sys.executable, "-c", "import sys; from resumable.runner.jobfile import load_job_file;"
                    " load_job_file(sys.argv[1])", str(job)], work, env)
-    best_local = best_worker = float("inf")
+    best_local: Phase | None = None
+    best_worker: Phase | None = None
     for i in range(2):
         local_env = dict(env, RESUMABLE_DIR=str(work / f"runs{i}"))
+        cpu0 = children_cpu()
         local = run([*RESUMABLE, "run", str(job), "-j", "2", "--quiet"], work, local_env) - t_parse
-        best_local = min(best_local, local)
-        best_worker = min(best_worker, workers(1, url, [job], work, pg_env)[0])
-    print(f"  local runner (files) -j 2          {n / best_local:8.0f} steps/s (job file reading,"
-          f" {t_parse:.2f} s, left out)", flush=True)
-    print(f"  1 worker x -j 2                    {n / best_worker:8.0f} steps/s", flush=True)
-    ratio = best_local / best_worker
+        got = Phase(n, local, children_cpu() - cpu0, None, None)
+        best_local = got if best_local is None or got.seconds < best_local.seconds else best_local
+        got, _ = workers(1, url, [job], work, pg_env)
+        best_worker = got if best_worker is None or got.seconds < best_worker.seconds else best_worker
+    assert best_local is not None and best_worker is not None
+    print(f"  local runner (files) -j 2           {best_local.rate:7.0f} steps/s (job file reading,"
+          f" {t_parse:.2f} s, left out); {best_local.costs()}", flush=True)
+    print(f"  1 worker x -j 2                     {best_worker.rate:7.0f} steps/s; {best_worker.costs()}", flush=True)
+    ratio = best_local.seconds / best_worker.seconds
     return [("1 worker against the local runner", ratio >= 0.7, f"{ratio:.2f} x (floor 0.7)")]
 
 
 def remote_workers(url: str, work: Path, env: dict[str, str], n: int) -> list[tuple[str, bool, str]]:
-    """8 workers -j 4 through the latency proxy (1 ms each way) on N steps of `sleep 0.1`."""
+    """8 workers -j 4 through the latency proxy (1 ms each way) on N steps of ``sleep 0.1`` (the
+    argv ["sleep", "0.1"], no shell); round trips counted by the proxy (client writes it forwarded)."""
     from benchmarks.latency_proxy import LatencyProxy, round_trip
 
     parts = urlsplit(url)
-    job = job_file(work / "remote.toml", "remote", n, '"sleep 0.1"')
+    job = job_file(work / "remote.toml", "remote", n, '["sleep", "0.1"]')
     with LatencyProxy((parts.hostname or "127.0.0.1", parts.port or 5432), delay=0.001) as proxy:
         far = proxy.url(url)
         rtt = round_trip(far)
-        elapsed, _, _ = workers(8, far, [job], work, dict(env, RESUMABLE_STORE=far), slots=4)
+        before = proxy.requests()
+        got, _ = workers(8, far, [job], work, dict(env, RESUMABLE_STORE=far), slots=4)
+        trips = proxy.requests() - before
     ideal = n * 0.1 / 32
-    ratio = elapsed / ideal
-    print(f"  8 workers x -j 4 through the proxy ({rtt * 1e3:.1f} ms a round trip): {elapsed:.2f} s"
-          f" ({ideal:.2f} s ideal)", flush=True)
+    ratio = got.seconds / ideal
+    print(f"  8 workers x -j 4 through the proxy ({rtt * 1e3:.1f} ms a round trip), {n} steps of"
+          f" [\"sleep\", \"0.1\"]: {got.seconds:.2f} s ({ideal:.2f} s ideal); {got.costs()};"
+          f" {trips / n:.1f} round trips/step", flush=True)
     return [("remote workers against the ideal time", ratio <= 1.4, f"{ratio:.2f} x (floor 1.4)")]
 
 

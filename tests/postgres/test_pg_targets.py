@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
-from pgtests import RESUMABLE, assert_error, db_state
+from pgtests import RESUMABLE, assert_error, db_state, sql
 from storecase import clean
 from test_pg_policy_parity import essence
+from workers import finish, start_worker
 
 DIAMOND = """
 [job]
@@ -156,3 +158,30 @@ def test_the_document_reads_as_the_runs_directory_run_of_the_same_targets(
     local, on_workers = docs
     assert local["status"] == "needs_attention" and local["result"] == "2 done, 2 not selected, 2 skipped"
     assert essence(on_workers) == essence(local)
+
+
+def test_a_step_not_selected_that_a_worker_runs_keeps_its_claim(pg_url: str, pg_env: dict[str, str],
+                                                                tmp_path: Path) -> None:
+    """Targets submitted while a worker runs another step of the same run: that step is not taken
+    from it; its outcome is recorded, and the run ends once it is done."""
+    clean(pg_url)
+    (tmp_path / "resumable.toml").write_text(DIAMOND.replace('run = "echo other >> trace"',
+                                                             'run = "touch started; sleep 3; echo other >> trace"'))
+    sub = subprocess.run([RESUMABLE, "submit", "-q"], cwd=tmp_path, env=pg_env, capture_output=True, text=True,
+                         check=False)
+    assert sub.returncode == 0, sub.stderr
+    sql(pg_url, "UPDATE resumable_steps SET remaining = 1 WHERE step <> 'other'")  # the worker takes `other` only
+    worker = start_worker(pg_env, tmp_path, "d")
+    for _ in range(600):
+        if (tmp_path / "started").exists():
+            break
+        time.sleep(0.05)
+    assert (tmp_path / "started").exists()
+    r = _run(pg_env, tmp_path, "b")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    code, out, err = finish([worker], timeout=120)[0]
+    assert code == 0 and "not recorded" not in out + err, (out, err)
+    doc = _doc(pg_env, tmp_path)
+    assert doc["units"]["other"]["status"] == "done" and len(doc["units"]["other"]["attempts"]) == 1
+    assert _states(doc)["b"] == "done" and _states(doc)["d"] == "pending"
+    assert doc["result"] == "3 done, 3 not selected", doc["result"]

@@ -38,12 +38,19 @@ def work_queue(store_url: str | None) -> Any:
               help="After SIGTERM: how long running steps may finish before they are handed back.")
 @click.option("--reconnect", metavar="DURATION", default="5m", show_default=True, callback=duration,
               help="How long to wait for the database to come back after losing it.")
+@click.option("--wait", "wait", metavar="DURATION", default="0s", show_default=True, callback=duration,
+              help="With --run: how long to wait for the runs to be submitted (else a missing run exits 3).")
+@click.option("--ahead", type=click.IntRange(min=0), default=None,
+              help="Claims held beyond the free slots, so a freed slot starts its next step at once"
+                   " (default: what the steps ending during one transaction need, at least -j, at most 32;"
+                   " 0: none).")
 @click.option("--logs-dir", metavar="DIR",
               help="Write step logs to DIR/<step>.<attempt>.log on this host; DIR/<step>.log is the latest.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only warnings.")
 @click.pass_context
 def worker_command(ctx: click.Context, store_url: str | None, runs: tuple[str, ...], jobs: int, lease: float,
-                   grace: float, reconnect: float, logs_dir: str | None, quiet: bool) -> None:
+                   grace: float, reconnect: float, wait: float, ahead: int | None, logs_dir: str | None,
+                   quiet: bool) -> None:
     """Claim ready steps of submitted jobs (`resumable submit`), run them on this host as
     `resumable run` would, and record their outcomes. Claims are leases renewed by heartbeats; a
     worker that dies loses them and another worker takes each step over. SIGTERM or Ctrl-C: stop
@@ -63,7 +70,7 @@ def worker_command(ctx: click.Context, store_url: str | None, runs: tuple[str, .
         backend.ready(migrate=True)
         backend.serve(patience=reconnect)
         worker = Worker(backend, WorkerOptions(runs=tuple(runs) or None, jobs=jobs, ttl=lease, drain_grace=grace,
-                                               logs_dir=logs_dir), LineSink(quiet=quiet))
+                                               logs_dir=logs_dir, ahead=ahead, wait=wait), LineSink(quiet=quiet))
         restore = install_signal_handlers(worker)
         try:
             code = worker.run()

@@ -68,13 +68,14 @@ if TYPE_CHECKING:
         Phase,
         PhaseEvent,
         ResolveEvent,
+        RunDocument,
         UnitEvent,
         ValidationEvent,
     )
 
-    # The document as stored: what a hand edit left may be anything, so it is read null-safe
-    # (``core.types.RunDocument`` is the shape resumable writes).
-    Doc = dict[str, Any]
+    # The document as resumable writes it (``core.types``); what a hand edit left may be anything,
+    # so it is read null-safe whatever its type says.
+    Doc = RunDocument
     Output = list[str] | None  # what the verb prints: item ids, resolved ids, or nothing
 
 
@@ -144,7 +145,7 @@ def _apply_init(doc: Doc | None, ev: InitEvent) -> tuple[Doc, Output]:
 
 
 def _apply_base(doc: Doc | None, ev: BaseEvent) -> tuple[Doc, Output]:
-    base = _need(ev, "doc")
+    base: Doc = _need(ev, "doc")  # judged by its readers, as any stored document
     if not isinstance(base, dict):
         raise InvalidInputError("base event needs an object document")
     return base, None
@@ -221,7 +222,8 @@ def _apply_unit(doc: Doc, ev: UnitEvent) -> Output:
         else:
             attempts.append(attempt.copy())
     if fields:
-        unit.update(fields)
+        own: Any = fields  # a caller's own keys, which ``Unit`` cannot list
+        unit.update(own)
     unit["updatedAt"] = at
     doc["updatedAt"] = at
     return None
@@ -332,7 +334,7 @@ def _apply_resolve(doc: Doc, ev: ResolveEvent) -> Output:
     for rid in wanted:
         for i, it in enumerate(open_items):
             if isinstance(it, dict) and it.get("id") == rid:
-                entry = dict(it)
+                entry: Item = it.copy()
                 entry["resolvedAt"] = at
                 resolved.append(entry)
                 del open_items[i]

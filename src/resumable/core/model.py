@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         PhaseState,
         RunDocument,
         Summary,
+        Unit,
         UnitState,
         ValidationStatus,
     )
@@ -167,9 +168,9 @@ def new_document(
     launch: Launch | None = None,
     required_phases: list[str] | None = None,
     require_validation: bool = False,
-) -> dict[str, Any]:
+) -> RunDocument:
     """A fresh v2 document in ulpi's key order."""
-    doc: dict[str, Any] = {
+    doc: RunDocument = {
         "schemaVersion": SCHEMA_VERSION,
         "id": run_id,
         "task": task,
@@ -194,7 +195,7 @@ def new_document(
     return doc
 
 
-def upgrade(doc: dict[str, Any]) -> None:
+def upgrade(doc: RunDocument) -> None:
     """Add-only v1 -> v2 upgrade, done by every write (never by a read), in place."""
     version = doc.get("schemaVersion")
     if type(version) is int and version == SCHEMA_VERSION and type(doc.get("openItems")) is list \
@@ -314,6 +315,13 @@ def is_document(doc: Mapping[str, Any]) -> TypeGuard[RunDocument]:
     return newer_version(doc) is None and _container_problem(doc) is None
 
 
+def is_stored(value: object) -> TypeGuard[RunDocument]:
+    """Whether a decoded value can be held as a run's document: an object. What the stores hold and
+    ``core.events.apply`` works on is typed ``RunDocument``, the shape resumable writes, and read
+    null-safe whatever a hand edit left in it; the readers' check is ``is_document``."""
+    return isinstance(value, dict)
+
+
 def is_head(head: Mapping[str, Any]) -> TypeGuard[RunDocument]:
     """``is_document`` for a document read without its units (``store.backend.UnitDigest``): judged
     as if they were an empty object."""
@@ -366,7 +374,7 @@ def json_type_name(value: object) -> str:
     return "null"
 
 
-def units_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+def units_of(doc: Mapping[str, Any]) -> dict[str, Unit]:
     """The document's units ({} when it has none); a value may still be whatever a hand edit left
     (null, a string): read each null-safe (``unit_status``)."""
     units = doc.get("units")

@@ -40,7 +40,7 @@ class Launch(TypedDict, total=False):
     or the runner's ``{"kind": "resumable", "argv": [...], "cwd": ...}``."""
 
     scriptPath: str
-    args: dict[str, Any]  # the script's own arguments: whatever its author passed
+    args: dict[str, object]  # the script's own arguments: whatever its author passed
     kind: Literal["resumable"]
     argv: list[str]
     cwd: str
@@ -186,6 +186,16 @@ class RunDocument(TypedDict, total=False):
     finishedAt: str
     sessionStartedAt: str  # while a runner session is open (``begin`` to ``finalize``)
     ranSeconds: float  # the sessions' summed time
+    adoptedEventLog: AdoptedEventLog  # how far ulpi's event log beside the run has been taken in
+
+
+class AdoptedEventLog(TypedDict):
+    """The position in ulpi's event log (``<run>.events.jsonl``) the document has taken in
+    (``store.files.ulpi_adoption``): events ulpi appends later are new, and merged."""
+
+    file: str
+    events: int  # its complete records then
+    afterHash: str  # the last one's
 
 
 class ResumeSet(TypedDict):
@@ -217,7 +227,7 @@ class ResumeRecipe(TypedDict, total=False):
     resumeSet: ResumeSet
     migrationOnly: bool
     reason: str
-    legacyLaunch: dict[str, Any]  # a launch descriptor no one can replay, passed through as found
+    legacyLaunch: dict[str, object]  # a launch descriptor no one can replay, passed through as found
     file: str  # where the unreadable run is
 
 

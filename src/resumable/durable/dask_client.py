@@ -43,7 +43,7 @@ class DaskFlight(Flight):
     def __init__(self, m: Mapping, executor: Executor, payload: bytes | Work, limit: int) -> None:
         super().__init__(m, executor, payload, limit)
         self.client: Any = executor._client  # type: ignore[attr-defined]
-        given: dict[str, Any] = getattr(executor, "_kwargs", {})
+        given: dict[str, object] = getattr(executor, "_kwargs", {})
         self.options = {k: v for k, v in given.items() if k in _PASSED_ON}
         self.prefix = f"{m.step.name}-{uuid.uuid4().hex}"
         self.completed = distributed.as_completed(loop=self.client.loop)

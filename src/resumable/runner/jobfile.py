@@ -238,7 +238,7 @@ _STEP_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 assert set(_STEP_FIELDS) == _STEP_KEYS
 
 
-def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+def _parse_toml(text: str, path: Path) -> dict[str, object]:
     """The document, through rtoml when it is installed (a 100,000-step file parses in a fraction of
     a second instead of seconds); every error is reported as the standard library words it."""
     import tomllib
@@ -252,7 +252,7 @@ def _parse_toml(text: str, path: Path) -> dict[str, Any]:
         raise InvalidInputError(f"{path}: not valid TOML: {exc}") from exc
 
 
-def _rtoml_loads(text: str) -> dict[str, Any] | None:
+def _rtoml_loads(text: str) -> dict[str, object] | None:
     """The document as rtoml reads it, or None (not installed, or an error tomllib will word)."""
     try:
         import rtoml
@@ -391,7 +391,7 @@ def finish_job(declared: Declared, path: Path) -> Job:
                input_files=input_files)
 
 
-def _step_defaults(jr: _Reader, base: Path) -> dict[str, Any]:
+def _step_defaults(jr: _Reader, base: Path) -> dict[str, object]:
     """Every step field as the [job] table sets it (or the built-in default)."""
     d_env = jr.get("env", _env, {})
     return {

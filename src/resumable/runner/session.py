@@ -466,7 +466,7 @@ def reconcile(job: Job, writer: SafeWriter, doc: Mapping[str, Any], reporter: An
     return bool(events)
 
 
-def reconciled_view(job: Job, doc: Mapping[str, Any], units: dict[str, Any]) -> dict[str, Any]:
+def reconciled_view(job: Job, doc: Mapping[str, Any], units: Mapping[str, object]) -> dict[str, object]:
     """The units as a reconcile would leave them, without writing (for --dry-run and --explain)."""
     from resumable.git.reconcile import NOTE_PREFIX
     from resumable.git.reconcile import reconcile as plan_reconcile
@@ -482,7 +482,7 @@ def reconciled_view(job: Job, doc: Mapping[str, Any], units: dict[str, Any]) -> 
     return view
 
 
-def _units(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _units(doc: Mapping[str, Any]) -> dict[str, object]:
     got = doc.get("units")
     return got if isinstance(got, dict) else {}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict
 
 from resumable.runner import explain
 from resumable.runner.conclude import redact_url, removal_marks, resume_hint
@@ -16,7 +16,7 @@ from resumable.runner.display import PlainReporter, fmt_duration, make_reporter
 from resumable.runner.fingerprint import fingerprint
 from resumable.runner.jobfile import Job, Step
 from resumable.runner.options import RunOptions
-from resumable.runner.stepspec import to_spec
+from resumable.runner.stepspec import StepSpec, to_spec
 from resumable.runner.worker import Worker, WorkerOptions, install_signal_handlers
 from resumable.runner.workqueue import ClaimLike
 from resumable.store import store_url
@@ -45,8 +45,8 @@ def submit_job(queue: Any, job: Job, *, launch: Launch, force: bool = False, kee
             s["spec"]["cutoff"] = decided[s["id"]].cutoff
         return {sid: {"run": d.run, "reason": d.reason, "invalidate": d.invalidate} for sid, d in decided.items()}
 
-    options: dict[str, Any] = {"keep_going": keep_going, "max_failures": max_failures, "source": job.source}
-    extra: dict[str, Any] = {}
+    options: dict[str, object] = {"keep_going": keep_going, "max_failures": max_failures, "source": job.source}
+    extra: dict[str, object] = {}
     if work is not job:
         by_id = {s.id: s for s in job.steps}
         options["targets"] = True  # the verdict counts the steps left out as the local runner does
@@ -58,10 +58,19 @@ def submit_job(queue: Any, job: Job, *, launch: Launch, force: bool = False, kee
     return out, dict(decided)
 
 
-def _step_of(s: Step) -> dict[str, Any]:
+def _step_of(s: Step) -> SubmittedStep:
     """A step as the store records it: its spec (what a worker runs), fingerprint and needs."""
     return {"id": s.id, "needs": list(s.needs), "spec": to_spec(s) | {"fingerprint": fingerprint(s)},
             "command": s.command_text}
+
+
+class SubmittedStep(TypedDict):
+    """A step as the store records it (``WorkQueue.submit``'s ``steps``)."""
+
+    id: str
+    needs: list[str]
+    spec: StepSpec
+    command: str
 
 
 class ReporterSink:

@@ -3,15 +3,24 @@
 A worker claims ready steps from its store (``WorkQueue``: the PostgreSQL store), runs each as the
 local runner does (its own session and process group, output to a log file, timeout with TERM,
 grace, KILL, artifacts and fingerprints checked on this host), renews its leases with heartbeats,
-and records each outcome with the claim's fencing token. It sleeps on ``LISTEN`` until a step may
-have become claimable, or until the next known deadline (a retry's backoff, another worker's
-lease running out): never a tight polling loop.
+and records each outcome with the claim's fencing token.
 
-Signals: the first SIGTERM/SIGINT/SIGHUP stops claiming; running steps may finish within
-``drain_grace`` seconds, then they are stopped (TERM, grace, KILL) and handed back, recorded
-``interrupted``, for another worker to take at once. A second signal hands them back at once.
-The worker then exits 130. A worker killed outright (SIGKILL, a lost host) loses its claims when
-its leases expire; another worker takes each step back exactly once.
+Two threads. This one runs processes and never waits on the store: a slot that frees starts its
+next step at once, from the claims held ahead of the free slots. The recorder
+(``worker_recorder``) does every transaction: the attempts started, the outcomes (a step is
+reported finished only once its outcome is recorded), the claims handed back, the next claims,
+the heartbeats; it sleeps on ``LISTEN`` until a step may have become claimable, or until the next
+known deadline: never a tight polling loop.
+
+A claim held ahead is started only while its lease surely holds, and never while an outcome of
+its run that may stop it (a failure) is not recorded yet: such claims go back unstarted (no
+attempt is recorded), and the claims that follow are chosen again by the scheduling policy.
+
+Signals: the first SIGTERM/SIGINT/SIGHUP stops claiming and gives back the claims not started;
+running steps may finish within ``drain_grace`` seconds, then they are stopped (TERM, grace,
+KILL) and handed back, recorded ``interrupted``, for another worker to take at once. A second
+signal hands them back at once. The worker then exits 130. A worker killed outright (SIGKILL, a
+lost host) loses its claims when its leases expire; another worker takes each step back exactly once.
 """
 
 from __future__ import annotations
@@ -19,10 +28,13 @@ from __future__ import annotations
 import os
 import select
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from resumable.errors import ResumableError, StoreError
+from resumable.core.policy import RetryPolicy
+from resumable.core.stamps import stamp
+from resumable.errors import NoRunError, ResumableError
 from resumable.runner import fingerprint as fp
 from resumable.runner import process
 from resumable.runner.attempt import FailedSpawn, enforce_timeout
@@ -34,13 +46,19 @@ from resumable.runner.worker_attempt import (
     fingerprint_differences,
     outcome_of,
 )
-from resumable.runner.workqueue import ClaimLike, ListenerLike, Sink, WorkQueue, is_queue
+from resumable.runner.worker_recorder import MAX_IDLE, Ended, Recorder, Reply, Supply, key_of
+from resumable.runner.workqueue import ClaimLike, Sink, WorkQueue, is_queue
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resumable.store.backend import StepOutcome
 
 __all__ = ["DEFAULT_TTL", "Worker", "WorkerOptions", "install_signal_handlers", "is_queue"]
 
 DEFAULT_TTL = 30.0
-_MAX_IDLE = 30.0  # wake at least this often without a notification (one lost with a connection)
+AHEAD_MAX = 32  # claims held beyond the free slots, at most (the rest is left to other workers)
 _TICK = 0.1
+_LEASE_MARGIN = 0.5  # a claim held ahead is started only this long before its lease may run out
 
 
 @dataclass
@@ -51,6 +69,8 @@ class WorkerOptions:
     drain_grace: float = 30.0  # after a stop signal: how long running steps may still finish
     logs_dir: str | None = None
     worker_id: str | None = None
+    ahead: int | None = None  # claims held beyond the free slots (None: what covers a transaction, see Supply)
+    wait: float = 0.0  # how long to wait for the named runs to be submitted
 
 
 @dataclass
@@ -74,14 +94,21 @@ class Worker:
         self.secret = secrets.token_hex(16)
         self.env = dict(os.environ if self.base_env is None else self.base_env)
         self.jobs = self.opts.jobs if self.opts.jobs > 0 else (os.cpu_count() or 1)
-        self._warned_missing = False
         self.stopping = False
+        self.queued: deque[ClaimLike] = deque()  # claims held, not started
+        self.blocked: dict[str, int] = {}  # runs with a failure not recorded yet: nothing of them starts
+        self.awaiting = 0  # outcomes handed to the recorder, not recorded yet
+        self.ended = False
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._warned: set[str] = set()
+        supply = Supply(self.jobs, self.opts.ahead, self.opts.ttl, self.opts.runs, max(AHEAD_MAX, self.jobs))
+        self.recorder = Recorder(self.queue, self.info, supply, self._log_path, self._poke, self.clock)
 
     def interrupt(self) -> None:
         """From a signal handler: the first stops claiming and drains; the second hands back now."""
         self.signals += 1
+        self._poke()
+
+    def _poke(self) -> None:
         try:
             os.write(self._wake_w, b"!")  # ends the current wait at once (poll is retried after a signal)
         except OSError:
@@ -92,11 +119,16 @@ class Worker:
     def run(self) -> int:
         """Work until the named runs have ended (0) or a signal stopped the worker (130)."""
         self.queue.register(self.info)
-        listener = self.queue.work_listener()
         try:
-            return self._loop(listener)
+            if not self._await_runs():
+                return 130
+            self.recorder.start()
+            try:
+                return self._loop()
+            finally:
+                self.recorder.close()
+                self._write_stats()
         finally:
-            listener.close()
             for fd in (self._wake_r, self._wake_w):
                 os.close(fd)
             try:
@@ -104,10 +136,50 @@ class Worker:
             except ResumableError:
                 pass
 
-    def _loop(self, listener: ListenerLike) -> int:
-        beat_every = max(self.opts.ttl / 3.0, 0.05)
-        next_beat = self.clock() + beat_every
-        claim_at = self.clock()  # claim as soon as there is a free slot and this time has come
+    def _write_stats(self) -> None:
+        """What the worker did, for a benchmark (``RESUMABLE_WORKER_STATS=FILE``: one JSON line
+        appended): transactions by kind, starts and outcomes recorded, CPU seconds of each thread."""
+        path = os.environ.get("RESUMABLE_WORKER_STATS")
+        if not path:
+            return
+        from resumable.core import jsonio
+
+        stats = dict(self.recorder.stats, main_cpu=time.thread_time(), process_cpu=time.process_time())
+        try:
+            with open(path, "ab") as f:
+                f.write(jsonio.dumps(stats) + b"\n")
+        except OSError:
+            pass
+
+    def _await_runs(self) -> bool:
+        """Wait (up to ``opts.wait``) for the named runs to be submitted; False when a signal came first."""
+        if not self.opts.runs or self.opts.wait <= 0:
+            return True
+        deadline = self.clock() + self.opts.wait
+        listener = self.queue.work_listener()
+        try:
+            while True:
+                states = self.queue.run_states(self.opts.runs)
+                missing = [r for r, st in states.items() if st is None]
+                if not missing:
+                    return True
+                if self.signals:
+                    return False
+                left = deadline - self.clock()
+                if left <= 0:
+                    raise NoRunError(f"no run {', '.join(missing)} was submitted within {self.opts.wait:g}s:"
+                                     " submit it (`resumable submit JOB`), or give the worker a longer --wait")
+                poller = select.poll()
+                poller.register(self._wake_r, select.POLLIN)
+                fd = listener.fileno()
+                if fd is not None:
+                    poller.register(fd, select.POLLIN)
+                poller.poll(min(left, 1.0) * 1000.0)  # a submit notifies; a lost notification costs a second
+                listener.drain()
+        finally:
+            listener.close()
+
+    def _loop(self) -> int:
         handled = 0
         drain_until = 0.0
         while True:
@@ -117,6 +189,8 @@ class Worker:
                 if not self.stopping:
                     self.stopping = True
                     drain_until = now + self.opts.drain_grace
+                    self.recorder.stop_claiming()
+                    self._give_back(list(self.queued))
                 else:
                     drain_until = now
             if self.stopping and now >= drain_until:
@@ -126,72 +200,86 @@ class Worker:
                         if a.kill_at is None:
                             a.handle.terminate()
                             a.kill_at = now + (0.0 if handled >= 2 else a.step.grace)
-            freed = self._reap(now)
-            if freed:
-                claim_at = min(claim_at, now)
-            if self._drain(now):
-                claim_at = min(claim_at, now)  # idle again: look at the runs (they may have ended)
-            if self.running and now >= next_beat:
-                self._heartbeat(now)
-                next_beat = now + beat_every
-            elif not self.running:
-                next_beat = now + beat_every
-            if self.stopping:
-                if not self.running and not self.draining:
+            self._reap(now)
+            self._drain(now)
+            self._hear(now)
+            self._fill()
+            if not (self.running or self.draining or self.awaiting or self.queued):
+                if self.stopping:
                     return 130
-            elif len(self.running) < self.jobs and now >= claim_at:
-                claim_at = self._claim(now)
-                if not self.running and not self.draining and self.opts.runs is not None and self._runs_ended():
+                if self.ended:
                     return 0
-            self._tidy()
             self.sink.tick()
-            busy = self.running or self.draining
-            wait = min(self._next_deadline(now), next_beat - now) if busy else _MAX_IDLE
-            if not self.stopping and len(self.running) < self.jobs:
-                wait = min(wait, claim_at - now)
-            if self._wait(listener, max(wait, 0.0)):
-                claim_at = min(claim_at, self.clock())
+            self._wait(self._next_deadline(now) if self.running or self.draining else MAX_IDLE)
 
-    def _runs_ended(self) -> bool:
-        assert self.opts.runs is not None
-        try:
-            states = self.queue.run_states(self.opts.runs)
-        except StoreError:
-            return False
-        missing = [r for r, st in states.items() if st is None]
-        if missing and not self._warned_missing:
-            self._warned_missing = True
-            self.sink.warn(f"no run {', '.join(missing)} in the store yet; waiting for it to be submitted")
-        return all(st is not None and st != "running" for st in states.values())
+    def _hear(self, now: float) -> None:
+        """What the recorder did: outcomes recorded, claims taken or lost, runs that stopped."""
+        for reply in self.recorder.take():
+            self._heard(reply, now)
 
-    def _claim(self, now: float) -> float:
-        """Claim up to the free slots; returns when to look again without a notification."""
-        try:
-            claims, due = self.queue.claim(self.info, self.opts.runs, self.jobs - len(self.running), ttl=self.opts.ttl,
-                                           log_path=self._log_path)
-        except StoreError as exc:
-            self._warn_once(f"cannot claim steps: {exc}; trying again every second")
-            return now + 1.0
-        self._warned.discard("cannot claim steps")
-        for c in claims:
-            self._start(c)
-        if len(self.running) < self.jobs:
-            return now + (_MAX_IDLE if due is None else min(max(due, 0.0) + 0.01, _MAX_IDLE))
-        return now
-
-    def _tidy(self) -> None:
-        """The store's follow-ups of the last transactions, once their steps are started."""
-        try:
-            self.queue.tidy()
-        except StoreError as exc:
-            self._warn_once(f"cannot conclude or number a run's events: {exc}; trying again at the next claim")
-
-    def _warn_once(self, message: str) -> None:
-        """A store that cannot be reached is said once per kind of failure, not at every retry."""
-        kind = message.split(":", 1)[0]
-        if kind not in self._warned:
-            self._warned.add(kind)
+    def _heard(self, reply: Reply, now: float) -> None:
+        if reply.fatal is not None:
+            raise reply.fatal
+        for message in reply.warnings:
             self.sink.warn(message)
+        for ended, recorded, retry_in in reply.settled:
+            self.awaiting -= 1
+            run_id = ended.claim.run_id
+            if run_id in self.blocked and ended.result["status"] in ("failed", "timeout"):
+                self.blocked[run_id] -= 1
+                if not self.blocked[run_id]:
+                    del self.blocked[run_id]
+            o = ended.token
+            if isinstance(o, Outcome):
+                self.sink.finished(o.run.claim, o.run.step, o.result["status"], o.duration, o.exit_code, retry_in,
+                                   recorded)
+        for c in reply.lost:
+            self._lost(c, now)
+        for run_id in reply.stopping:
+            self._give_back([c for c in self.queued if c.run_id == run_id])
+        self.queued.extend(reply.claimed)
+        if self.stopping:
+            self._give_back(list(self.queued))
+        self.ended = self.ended or reply.ended
+
+    def _lost(self, c: ClaimLike, now: float) -> None:
+        """Another worker took the step over: stop its attempt here (its outcome will be fenced
+        off), or forget the claim if its step had not started."""
+        a = self.running.get(key_of(c))
+        if a is None or a.claim.epoch != c.epoch:
+            if c in self.queued:
+                self.queued.remove(c)
+            return
+        if a.lost:
+            return
+        a.lost = True
+        self.sink.warn(f"lost the lease of {c.run_id}/{c.step} (attempt {c.n}): another worker took it over;"
+                       " stopping this attempt")
+        if a.kill_at is None:
+            a.handle.terminate()
+            a.kill_at = now + a.step.grace
+
+    def _give_back(self, claims: list[ClaimLike]) -> None:
+        """Claims not started go back to the store, unstarted: no attempt is recorded."""
+        for c in claims:
+            self.queued.remove(c)
+        self.recorder.post(unstarted=claims)
+
+    def _fill(self) -> None:
+        """Start held claims in the free slots: a run with a failure not recorded yet starts
+        nothing (the policy may stop it), and a claim whose lease may have run out goes back."""
+        back = []
+        while len(self.running) < self.jobs and self.queued:
+            c = self.queued.popleft()
+            if c.run_id in self.blocked or self.clock() >= self.recorder.valid_until(c) - _LEASE_MARGIN:
+                back.append(c)
+                continue
+            self._start(c)
+        for c in list(self.queued):
+            if c.run_id in self.blocked:
+                back.append(c)
+                self.queued.remove(c)
+        self.recorder.post(unstarted=back)
 
     def _log_path(self, run_id: str, step_id: str, n: int) -> str:
         base = os.path.abspath(self.opts.logs_dir or os.path.join(self.queue.local_dir(), run_id, "logs"))
@@ -202,27 +290,8 @@ class Worker:
 
             problem = latestlog.point(numbered, latestlog.latest_name(base, step_id))
             if problem is not None:
-                self._warn_once(f"step logs: {problem}")
+                self.sink.warn(f"step logs: {problem}")
         return numbered
-
-    def _heartbeat(self, now: float) -> None:
-        mine = [a.claim for a in self.running.values() if not a.lost]
-        try:
-            lost = self.queue.renew(self.info, mine, self.opts.ttl)
-        except StoreError as exc:
-            self._warn_once(f"cannot renew the leases: {exc}; trying again at every heartbeat")
-            return
-        for c in lost:
-            a = self.running.get((c.run_id, c.step))
-            if a is None or a.lost:
-                continue
-            # Another worker took the step over: stop this attempt; its outcome will be fenced off.
-            a.lost = True
-            self.sink.warn(f"lost the lease of {c.run_id}/{c.step} (attempt {c.n}): another worker took it over;"
-                           " stopping this attempt")
-            if a.kill_at is None:
-                a.handle.terminate()
-                a.kill_at = now + a.step.grace
 
     # -- steps ----------------------------------------------------------------------------------
 
@@ -231,7 +300,7 @@ class Worker:
             step = from_spec(c.spec)
         except ResumableError as exc:
             self.sink.warn(str(exc))
-            self.queue.release(c, f"this worker cannot run it: {exc}")
+            self._cannot_run(c, f"this worker cannot run it: {exc}")
             return
         # Input hashes are reused (same size and mtime) only from a fingerprint taken on this host:
         # another host's copy of a file may share both and still differ.
@@ -252,6 +321,7 @@ class Worker:
             handle = self.spawner(step.argv, step.cwd, env, log)
         except OSError as exc:
             handle = FailedSpawn(f"resumable: cannot start step {step.id!r}: {exc}\n", log)
+        self.recorder.post(started=[(c, wall)])
         if differs:
             self.sink.warn(f"{c.run_id}/{step.id}: on this host ({self.info.host}) {', '.join(differs)} since the"
                            " job was submitted; running it as it is here")
@@ -259,32 +329,42 @@ class Worker:
         deadline = started + step.timeout if step.timeout else None
         self.running[(c.run_id, c.step)] = Running(c, step, handle, started, wall, fprint, deadline)
 
-    def _reap(self, now: float) -> bool:
-        """Enforce timeouts and record the steps that ended; True when a slot was freed. Steps of
-        one run that ended together are recorded in one transaction."""
-        ended: list[tuple[Running, int]] = []
+    def _cannot_run(self, c: ClaimLike, reason: str) -> None:
+        """A claim this worker cannot run: its attempt is recorded interrupted, with the reason."""
+        at = self.wallclock()
+        result: StepOutcome = {
+            "status": "interrupted", "note": reason, "exit_code": None, "reason": reason, "log": None, "fields": {},
+            "attempt": {"n": c.n, "status": "interrupted", "finishedAt": stamp(at, ms=True), "reason": reason}}
+        self.awaiting += 1
+        self.recorder.post(started=[(c, at)], ended=[Ended(c, result, RetryPolicy())])
+
+    def _reap(self, now: float) -> None:
+        """Enforce timeouts; hand the outcomes of the steps that ended to the recorder. A failure
+        holds back its run's claims not started until the policy has said what follows from it."""
+        ended: list[Ended] = []
         for key, a in list(self.running.items()):
             code = a.handle.poll()
             if code is None:
                 enforce_timeout(a, now, exempt=a.handing_back)
                 continue
             del self.running[key]
-            ended.append((a, code))
-        by_run: dict[str, list[Outcome]] = {}
-        for a, code in ended:
             out = outcome_of(a, code, now, self.wallclock(), self.info.host, self.worker_id)
-            by_run.setdefault(a.claim.run_id, []).append(out)
+            ended.append(Ended(a.claim, out.result, out.policy, out))
+            if out.result["status"] in ("failed", "timeout"):
+                self.blocked[a.claim.run_id] = self.blocked.get(a.claim.run_id, 0) + 1
             if a.handle.leftovers():
                 self.draining.append(Draining(a.handle, a.kill_at or now + a.step.grace, termed=a.kill_at is not None))
             else:
                 a.handle.close()
-        for outs in by_run.values():
-            self._record(outs)
-        return bool(ended)
+        if ended:
+            self.awaiting += len(ended)
+            back = [c for c in self.queued if c.run_id in self.blocked]
+            for c in back:
+                self.queued.remove(c)
+            self.recorder.post(ended=ended, unstarted=back)
 
-    def _drain(self, now: float) -> bool:
-        """Stop what steps left behind; True when the last such group is gone."""
-        had = bool(self.draining)
+    def _drain(self, now: float) -> None:
+        """Stop what steps left behind."""
         for d in list(self.draining):
             if not d.handle.leftovers():
                 self.draining.remove(d)
@@ -294,46 +374,6 @@ class Worker:
                 d.termed = True
             elif now >= d.kill_at:
                 d.handle.kill()
-        return had and not self.draining
-
-    def _record(self, outs: list[Outcome]) -> None:
-        """Record the outcomes of one run's attempts; the worker's next claims on that run travel
-        in the same transaction."""
-        back = [o for o in outs if o.result["status"] == "interrupted"]
-        rest = [o for o in outs if o.result["status"] != "interrupted"]
-        recorded: dict[int, bool] = {}
-        retry_in: dict[int, float | None] = {}
-        follow: Sequence[ClaimLike] = ()
-        for o in back:
-            try:
-                recorded[id(o)] = self.queue.release(o.run.claim, "its worker stopped and handed it back",
-                                                     attempt=o.result["attempt"], exit_code=o.exit_code,
-                                                     log=o.result["log"])
-            except StoreError as exc:
-                self._not_recorded(o, exc)
-                recorded[id(o)] = False
-        if rest:
-            more = 0 if self.stopping else self.jobs - len(self.running)
-            try:
-                settled, follow = self.queue.complete([(o.run.claim, o.result, o.policy) for o in rest], more=more,
-                                                      worker=self.info, ttl=self.opts.ttl, log_path=self._log_path)
-                for o, got in zip(rest, settled, strict=True):
-                    recorded[id(o)] = got is not None
-                    retry_in[id(o)] = got.retry_in if got is not None else None
-            except StoreError as exc:
-                for o in rest:
-                    self._not_recorded(o, exc)
-                    recorded[id(o)] = False
-        for o in outs:
-            self.sink.finished(o.run.claim, o.run.step, o.result["status"], o.duration, o.exit_code,
-                               retry_in.get(id(o)), recorded[id(o)])
-        for nxt in follow:
-            self._start(nxt)
-
-    def _not_recorded(self, o: Outcome, exc: StoreError) -> None:
-        c = o.run.claim
-        self.sink.warn(f"could not record {c.run_id}/{c.step} (attempt {c.n}): {exc}; its lease will expire"
-                       " and another worker will run it again")
 
     def _next_deadline(self, now: float) -> float:
         out = _TICK
@@ -346,29 +386,23 @@ class Worker:
             out = min(out, 0.02)
         return max(out, 0.0)
 
-    def _wait(self, listener: ListenerLike, timeout: float) -> bool:
-        """Sleep until a step ends, a notification arrives or ``timeout``; True when notified."""
+    def _wait(self, timeout: float) -> None:
+        """Sleep until a step ends, the recorder or a signal wakes this thread, or ``timeout``."""
         poller = select.poll()
         fds = [a.handle.fileno() for a in self.running.values()]
         pollable = all(f is not None for f in fds)
         for f in fds:
             if f is not None:
                 poller.register(f, select.POLLIN)
-        lfd = listener.fileno()
-        if lfd is not None:
-            poller.register(lfd, select.POLLIN | select.POLLERR | select.POLLHUP)
         poller.register(self._wake_r, select.POLLIN)
         if self.running and not pollable:
             timeout = min(timeout, 0.01)
-        if lfd is None:
-            timeout = min(timeout, 1.0)  # the server is away: look again soon
         poller.poll(timeout * 1000.0)
         try:
             while os.read(self._wake_r, 64):
                 pass
         except BlockingIOError:
             pass
-        return bool(listener.drain())
 
 
 def install_signal_handlers(worker: Worker) -> Callable[[], None]:

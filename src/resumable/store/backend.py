@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
     from resumable.core.policy import RetryPolicy, Settled
-    from resumable.core.types import Launch, Unit
+    from resumable.core.types import Attempt, AttemptState, Launch, Unit
 
     Picked = TypeVar("Picked")  # what a digest keeps of each unit (``UnitDigest``)
 
@@ -336,6 +336,18 @@ class Submitted(TypedDict):
     concluded: bool  # nothing left to run: the run was finalized at once
 
 
+class StepOutcome(TypedDict):
+    """What a worker's attempt did, for ``WorkQueue.complete`` to record (``runner.worker_attempt``)."""
+
+    status: AttemptState
+    note: str
+    attempt: Attempt
+    fields: dict[str, object]  # the unit's, as the local runner records them
+    exit_code: int | None  # None: it never ran
+    reason: str | None  # why it failed although it exited 0
+    log: bytes | None  # the end of its log, stored with the attempt
+
+
 class ClaimLike(Protocol):
     """A step a worker holds (``WorkQueue.claim``): the attempt and its fencing token."""
 
@@ -376,9 +388,20 @@ class WorkQueue(Protocol):
     def unregister(self, worker: Any) -> None: ...
 
     def claim(self, worker: Any, runs: Sequence[str] | None, limit: int, *, ttl: float,
-              log_path: Callable[[str, str, int], str]) -> tuple[Sequence[ClaimLike], float | None]:
-        """Up to ``limit`` ready steps, in one transaction per run, taken with ``FOR UPDATE SKIP
-        LOCKED``; and seconds until something falls due without a notification."""
+              log_path: Callable[[str, str, int], str], ahead: int = 0) -> tuple[Sequence[ClaimLike], float | None]:
+        """Up to ``limit`` ready steps (and ``ahead`` more, claimed ahead of the free slots), in
+        one transaction per run, taken with ``FOR UPDATE SKIP LOCKED``; and seconds until something
+        falls due without a notification. A claim is not an attempt until ``record`` starts it."""
+        ...
+
+    def record(self, worker: Any, *, starts: Sequence[tuple[Any, float]] = (),
+               items: Sequence[tuple[Any, Mapping[str, Any], RetryPolicy]] = (), unstarted: Sequence[Any] = (),
+               slots: int = 0, ahead: int = 0, ttl: float = 0.0,
+               log_path: Callable[[str, str, int], str] | None = None) -> Any:
+        """What a worker says of one run, in one transaction: attempts started (claim, when),
+        outcomes, claims handed back unstarted; the next claims (``slots`` + ``ahead``) with them.
+        Returns ``settled`` (per outcome; None: stale), ``claims``, ``lost`` (started attempts whose
+        claim no longer held) and ``stopping`` (the run starts nothing new)."""
         ...
 
     def renew(self, worker: Any, held: Sequence[Any], ttl: float) -> Sequence[ClaimLike]:

@@ -47,7 +47,7 @@ _HEX = frozenset("0123456789abcdef")
 @dataclass(frozen=True, slots=True)
 class Export:
     run_id: str
-    doc: dict[str, Any]  # as the file holds it: the store judges the document it rebuilds
+    doc: dict[str, object]  # as the file holds it: the store judges the document it rebuilds
     history: list[Event]  # objects with a string ``t``; the checkpoint rules judge the rest on import
     blobs: dict[str, bytes]
 

@@ -36,12 +36,16 @@ import zlib
 
 from resumable import fsio
 from resumable.core import jsonio
+from resumable.core.model import is_stored
 from resumable.store.files.loader import pread_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
     from typing import Any, Final
+
+    from resumable.core.types import RunDocument as Doc
+    from resumable.core.types import Unit
 
 MAGIC = b"RSIDX\x00\x00\x02"  # the format: another one is never read, only rebuilt
 PAGE = 4096
@@ -260,18 +264,18 @@ class Index:
         """The value of the unit a slot holds."""
         return jsonio.loads(self._read(slot[2], slot[4]))
 
-    def head(self) -> dict[str, Any]:
+    def head(self) -> Doc:
         """The document without its units: a ``units`` key stands where they go, holding {}."""
         head = jsonio.loads(self._read(self.h.head_off, self.h.head_len))
-        if not isinstance(head, dict):
+        if not is_stored(head):
             raise ValueError("index head is not an object")
         return head
 
-    def digest_units(self) -> dict[str, Any]:
+    def digest_units(self) -> dict[str, Unit]:
         """Every unit's digest by id, in the document's order: the digest region read a piece at a
         time, each unit's last version kept (in the place of its first, as in the document). Equal
         digests are one shared object (read-only: copy one before changing it)."""
-        units: dict[str, Any] = {}
+        units: dict[str, Unit] = {}
         shared: dict[bytes, Any] = {}
         for lines in self._digest_lines():
             ids = jsonio.loads(b"[" + b",".join(u for u, _t, _d in lines) + b"]")
@@ -298,11 +302,11 @@ class Index:
         if rest:
             raise ValueError("index digest region ends inside a line")
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> Doc:
         """The whole document the index holds (what a full load gives), for checks."""
         head = self.head()
         order = [jsonio.loads(u) for lines in self._digest_lines() for u, _t, _d in lines]
-        units: dict[str, Any] = {}
+        units: dict[str, Unit] = {}
         for uid in order:
             if uid not in units:
                 _, slot = self.find(uid)
@@ -386,12 +390,12 @@ def _blank() -> Header:
     return Header([b""] + [0] * (len(Header.FIELDS) - 1))
 
 
-def head_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+def head_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     """The document without its units (their place kept by an empty ``units``)."""
     return {k: ({} if k == "units" else v) for k, v in doc.items()}
 
 
-def with_units(head: dict[str, Any], units: dict[str, Any]) -> dict[str, Any]:
+def with_units(head: Doc, units: dict[str, Unit]) -> Doc:
     """A document from its head and units (in the place the head keeps for them)."""
     head["units"] = units
     return head

@@ -22,9 +22,12 @@ from resumable.store.files.layout import RunFiles, files_for, translate
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeVar
 
     from resumable.core.types import Event
+    from resumable.core.types import RunDocument as Doc
+
+    Picked = TypeVar("Picked")
 
 
 class Loaded:
@@ -35,7 +38,7 @@ class Loaded:
 
     def __init__(
         self,
-        doc: dict[str, Any] | None,
+        doc: Doc | None,
         seq: int,
         offset: int,
         torn: int,
@@ -67,7 +70,7 @@ class Loaded:
         # The document object a writer last found fit to write to (``model.shape_problem``), held
         # (not its id(), which a new object may reuse) so that any other object, a document
         # loaded, adopted or replaced by a caught-up base record, is checked again.
-        self.shape_checked: dict[str, Any] | None = None
+        self.shape_checked: Doc | None = None
 
 
 def stat_key(st: os.stat_result) -> tuple[int, int, int]:
@@ -75,8 +78,8 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 def replay(
-    records: list[tuple[int, Event]], doc: dict[str, Any] | None, path: str, *, lenient: bool
-) -> dict[str, Any] | None:
+    records: list[tuple[int, Event]], doc: Doc | None, path: str, *, lenient: bool
+) -> Doc | None:
     for seq, event in records:
         try:
             doc, _ = apply(doc, event)
@@ -310,7 +313,7 @@ def _lost(files: RunFiles, marker: snapshot.Marker, what: str) -> CorruptRunErro
         " backup, or move it aside to fall back to the snapshot")
 
 
-def digest(files: RunFiles, pick: Callable[[str, Any], Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def digest(files: RunFiles, pick: Callable[[str, Any], Picked]) -> tuple[Doc, dict[str, Picked]] | None:
     """(the document without its units, {unit id: pick(unit id, unit)}) of a run whose snapshot is
     current (the journal ends at its marker), decoded a piece at a time so that only what ``pick``
     keeps of each unit is held; None for any other run (``load`` reads it)."""
@@ -339,7 +342,7 @@ def digest(files: RunFiles, pick: Callable[[str, Any], Any]) -> tuple[dict[str, 
     if marker.offset > 0:
         head = max(marker.offset - _LAST_RECORD_WINDOW, 0)
         _check_last_record(files, marker, head, read_journal_range(files.journal, head, marker.offset - head))
-    doc = decoded[0].doc
+    doc: Any = decoded[0].doc  # handed out as a head: the document without its units
     units = doc.pop("units")
     return doc, units
 
@@ -388,7 +391,7 @@ def read_journal(path: str, offset: int) -> bytes:
         raise translate(exc, f"cannot read {path}") from exc
 
 
-def read_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
+def read_doc(path: str | os.PathLike[str]) -> Doc:
     """The current document of the run whose snapshot is ``path``; never writes. Raises
     NoRunError when the run does not exist, CorruptRunError when it cannot be read."""
     files = files_for(path)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from resumable.core.types import Event
+    from resumable.core.types import Event, Unit
     from resumable.store.files.writer import Writer
 
 POINT_KINDS = frozenset({"unit", "invalidate", "phase", "item", "resolve", "validation", "begin"})
@@ -57,7 +57,7 @@ class Mini:
     def __init__(self, ix: Index) -> None:
         self.ix = ix
         self.doc = ix.head()
-        self.units: dict[str, Any] = {}
+        self.units: dict[str, Unit] = {}
         self.doc["units"] = self.units
 
     def need(self, event: Event) -> None:

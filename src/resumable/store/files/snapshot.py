@@ -16,10 +16,15 @@ from resumable.core import jsonio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
-    from typing import Any, Final
+    from collections.abc import Callable, Iterator, Mapping
+    from typing import Any, Final, TypeGuard
 
-MARKER_KEY = "_journal"
+    from resumable.core.types import RunDocument as Doc
+
+    class Snapshot(Doc, total=False):
+        _journal: object  # MARKER_KEY: the journal position the snapshot acknowledges
+
+MARKER_KEY: Final = "_journal"
 _MARKER_SEP = b',\n  "_journal": '
 
 
@@ -34,17 +39,17 @@ class Marker:
 class Decoded:
     __slots__ = ("doc", "intact", "marker")
 
-    def __init__(self, doc: dict[str, Any], marker: Marker | None, intact: bool) -> None:
+    def __init__(self, doc: Doc, marker: Marker | None, intact: bool) -> None:
         self.doc = doc
         self.marker = marker  # None: no marker at all
         self.intact = intact  # the bytes before the marker are the ones resumable wrote
 
 
-def encode(doc: dict[str, Any], seq: int, offset: int, *, big: bool = False) -> bytes:
+def encode(doc: Doc, seq: int, offset: int, *, big: bool = False) -> bytes:
     return b"".join(stream(doc, seq, offset, big=big))
 
 
-def stream(doc: dict[str, Any], seq: int, offset: int, *, big: bool = False) -> Iterator[bytes]:
+def stream(doc: Doc, seq: int, offset: int, *, big: bool = False) -> Iterator[bytes]:
     """The snapshot's bytes in pieces, the marker last (its CRC covers every piece before it), so
     that a writer never holds a large document's whole encoding, let alone copies of it."""
     crc = 0
@@ -65,7 +70,7 @@ _UNITS_PER_PIECE = 1000
 _PLACEHOLDER = "\x00resumable units\x00"  # a string no document holds: JSON escapes NUL
 
 
-def _pretty_pieces(doc: dict[str, Any], big: bool) -> Iterator[bytes]:
+def _pretty_pieces(doc: Doc, big: bool) -> Iterator[bytes]:
     """``jsonio.dumps_pretty(doc)``, byte for byte, in pieces: a large run's units are encoded a
     thousand at a time into the place their object takes in the rest of the document."""
     units = doc.get("units")
@@ -121,13 +126,19 @@ def _peek(data: bytes, before: int, crc: int) -> Marker | None:
     return Marker(raw["seq"], raw["offset"])
 
 
+def _is_snapshot(value: object) -> TypeGuard[Snapshot]:
+    """A decoded snapshot is an object: the document resumable wrote, read null-safe whatever a
+    hand edit left in it (``core.model.is_stored``), and the marker, taken out before it is used."""
+    return isinstance(value, dict)
+
+
 def decode(data: bytes) -> Decoded:
     """Parse snapshot bytes. Raises ``ValueError`` (not JSON, not an object); callers translate
     it."""
     if data.startswith(b"\xef\xbb\xbf"):
         raise ValueError("file starts with a UTF-8 byte order mark")
     doc = jsonio.loads(data)
-    if not isinstance(doc, dict):
+    if not _is_snapshot(doc):
         raise ValueError(f"top level is {type(doc).__name__}, not an object")
     raw = doc.pop(MARKER_KEY, None)
     if raw is None:
@@ -176,7 +187,7 @@ _WS = b" \t\r\n"
 _SHARED_KEYS: Final = ("status", "createdAt", "updatedAt", "startedAt", "finishedAt")
 
 
-def share_repeats(units: dict[str, Any]) -> None:
+def share_repeats(units: Mapping[str, Any]) -> None:
     """Make equal values of the usual repeating fields one string object, in place. Only a
     representation change: every value stays equal to what it was."""
     from sys import intern
@@ -391,7 +402,7 @@ def _last(head: bytes, final: bytes, pieces: _Pieces, units: dict[str, Any],
     if _units_again(final):
         return None  # a second top-level "units": decode() takes the last, as JSON.parse does
     doc = jsonio.loads(head + final)
-    if not isinstance(doc, dict) or not isinstance(doc.get("units"), dict):
+    if not _is_snapshot(doc) or not isinstance(doc.get("units"), dict):
         return None
     last = doc["units"]
     _take(units, last, pick)

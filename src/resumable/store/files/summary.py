@@ -21,6 +21,7 @@ from resumable.core import jsonio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from resumable.store.files.digests import DigestView
@@ -44,7 +45,7 @@ def _stat(path: str) -> list[int] | None:
     return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
-def keep(files: RunFiles, doc: dict[str, Any], seq: int) -> None:
+def keep(files: RunFiles, doc: Mapping[str, Any], seq: int) -> None:
     """Keep the summary of ``doc``, the document as of journal record ``seq`` whose snapshot was
     just written (best effort; only for a run with an index, in a runs directory with a cache)."""
     from resumable.store.files import cache

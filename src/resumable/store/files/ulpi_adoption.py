@@ -34,6 +34,7 @@ document ulpi meant would risk losing its writes.
 from __future__ import annotations
 
 import os
+from typing import Final, cast  # loaded already: ulpi_eventlog imports typing
 
 from resumable import fsio
 from resumable.errors import CorruptRunError, StoreError
@@ -45,7 +46,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-KEY = "adoptedEventLog"
+    from resumable.core.types import RunDocument as Doc
+
+KEY: Final = "adoptedEventLog"
 
 
 class Adoption:
@@ -53,7 +56,7 @@ class Adoption:
 
     __slots__ = ("doc", "reason")
 
-    def __init__(self, doc: dict[str, Any], reason: str) -> None:
+    def __init__(self, doc: Doc, reason: str) -> None:
         self.doc = doc
         self.reason = reason
 
@@ -108,7 +111,7 @@ def _consider(files: RunFiles, doc: Mapping[str, Any] | None) -> Adoption | None
                     f"adopted {name}: {_events(ahead)} ahead of the snapshot")
 
 
-def note_in_sync(files: RunFiles, doc: dict[str, Any]) -> None:
+def note_in_sync(files: RunFiles, doc: Doc) -> None:
     """When a ulpi document is first imported (its first resumable write) and its event log is in
     step with it, record the log's position in it as an adoption would: events ulpi appends
     later are then known to be new (and merged) rather than taken for a diverged log."""
@@ -132,6 +135,8 @@ def _events(n: int) -> str:
     return f"{n} event{'' if n == 1 else 's'}"
 
 
-def _stamped(doc: dict[str, Any], name: str, replayed: ulpi_eventlog.Replayed) -> dict[str, Any]:
+def _stamped(doc: dict[str, object], name: str, replayed: ulpi_eventlog.Replayed) -> Doc:
     doc[KEY] = {"file": name, "events": replayed.events, "afterHash": replayed.last_hash}
-    return doc
+    # ulpi's document (an object, as its replay checked): held as a run's document from now on, and
+    # judged by its readers as any stored one (``core.model.is_document``).
+    return cast("Doc", doc)

@@ -211,7 +211,7 @@ def is_transition(event: object) -> TypeGuard[Transition]:
     return isinstance(event, dict) and not isinstance(v, bool) and v == 1 and isinstance(event.get("op"), str)
 
 
-def _apply_in_place(doc: dict[str, Any], event: Mapping[str, Any]) -> None:
+def _apply_in_place(doc: dict[str, object], event: Mapping[str, Any]) -> None:
     op = event.get("op")
     if op not in OPS:
         shown = op if isinstance(op, str) else "undefined" if "op" not in event else stringify(op)
@@ -243,21 +243,21 @@ def _apply_in_place(doc: dict[str, Any], event: Mapping[str, Any]) -> None:
         parent[leaf] = {**(prior if isinstance(prior, dict) else {}), **_clone(value)}
 
 
-def apply_event(doc: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, Any]:
+def apply_event(doc: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, object]:
     """ulpi's pure ``applyEvent``: a new document; ``doc`` and ``event`` are left untouched."""
     if not isinstance(doc, dict) or not isinstance(event, dict):
         raise TransitionError("document and event must be JSON objects")
-    out: dict[str, Any] = _clone(doc)
+    out: dict[str, object] = _clone(doc)
     _apply_in_place(out, event)
     return out
 
 
-def apply_events(doc: Mapping[str, Any], events: Sequence[Transition]) -> dict[str, Any]:
+def apply_events(doc: Mapping[str, Any], events: Sequence[Transition]) -> dict[str, object]:
     """``applyEvent`` for each of ``events`` in turn (already verified records of a log), cloning
     ``doc`` once rather than once per event."""
     if not isinstance(doc, dict):
         raise TransitionError("document and event must be JSON objects")
-    out: dict[str, Any] = _clone(doc)
+    out: dict[str, object] = _clone(doc)
     for event in events:
         _apply_in_place(out, event)
     return out
@@ -312,7 +312,7 @@ class Replayed:
     """The replayed document, how many complete records made it, how many bytes of a torn final
     fragment were left out, and the afterHash of every record (the chain, oldest first)."""
 
-    doc: dict[str, Any]
+    doc: dict[str, object]
     events: int
     discarded_tail_bytes: int
     after_hashes: tuple[str, ...]

@@ -92,7 +92,7 @@ class PgBackend(WorkQueue):
                 if row is None or row.status not in ("done", "aborted"):
                     return False  # changed meanwhile: live again, or gone
                 state = runstate.load(conn, row.pk, f"{self.root}#{run_id}")
-                doc = state.doc or {}
+                doc: Mapping[str, Any] = state.doc or {}
                 if newer_version(doc) is not None:
                     return False  # a newer resumable's run: what its status means is not ours to judge
                 updated = parse_stamp(doc.get("updatedAt"))
@@ -144,7 +144,7 @@ class PgBackend(WorkQueue):
         self.place.close()
 
     def import_run(self, run_id: str, batches: Sequence[Sequence[Event]],
-                   blobs: Mapping[str, bytes]) -> dict[str, Any]:
+                   blobs: Mapping[str, bytes]) -> Mapping[str, Any]:
         """An exported run, whole, in one transaction (``RunImporter``; ``postgres.transfer``)."""
         return transfer.import_run(self.place, check_run_id(run_id), batches, blobs)
 
@@ -202,20 +202,33 @@ class PgBackend(WorkQueue):
         claims.unregister(self.place, worker)
 
     def claim(self, worker: WorkerInfo, runs: Sequence[str] | None, limit: int, *, ttl: float,
-              log_path: Callable[[str, str, int], str]) -> tuple[list[Claim], float | None]:
+              log_path: Callable[[str, str, int], str], ahead: int = 0) -> tuple[list[Claim], float | None]:
         """Ready steps under leases (``claims.claim``), and when to look again without a notification."""
-        return claims.claim(self.place, ClaimRequest(worker, limit, ttl, log_path), runs)
+        return claims.claim(self.place, ClaimRequest(worker, limit, ttl, log_path, ahead), runs)
 
     def renew(self, worker: WorkerInfo, held: Sequence[Claim], ttl: float) -> list[Claim]:
         return claims.renew(self.place, worker, held, ttl)
+
+    def record(self, worker: WorkerInfo, *, starts: Sequence[tuple[Claim, float]] = (),
+               items: Sequence[tuple[Claim, Mapping[str, Any], RetryPolicy]] = (), unstarted: Sequence[Claim] = (),
+               slots: int = 0, ahead: int = 0, ttl: float = 0.0,
+               log_path: Callable[[str, str, int], str] | None = None) -> outcomes.Recorded:
+        """What a worker says of one run (``outcomes.record``): starts, outcomes, claims handed
+        back unstarted, and up to ``slots`` + ``ahead`` next claims, in one transaction."""
+        first = next(iter([*(c for c, _ in starts), *(c for c, _, _ in items), *unstarted]))
+        work = outcomes.Work(worker, first.run_id, first.run_pk, starts=[claims.Start(c, at) for c, at in starts],
+                             items=items, unstarted=unstarted)
+        request = ClaimRequest(worker, slots, ttl, log_path, ahead) if (slots or ahead) and log_path else None
+        return outcomes.record(self.place, work, request)
 
     def complete(self, items: Sequence[tuple[Claim, Mapping[str, Any], RetryPolicy]], *,
                  more: int = 0, worker: WorkerInfo | None = None, ttl: float = 0.0,
                  log_path: Callable[[str, str, int], str] | None = None) -> tuple[list[Settled | None], list[Claim]]:
         """Record outcomes of one run's attempts if their claims hold (``outcomes.complete``),
         claiming up to ``more`` ready steps of the run in the same transaction."""
-        request = ClaimRequest(worker, more, ttl, log_path) if more and worker and log_path else None
-        return outcomes.complete(self.place, items, request)
+        assert worker is not None
+        request = ClaimRequest(worker, more, ttl, log_path) if more and log_path else None
+        return outcomes.complete(self.place, worker, items, request)
 
     def tidy(self) -> None:
         """What the last claims and completions left to do: conclude a run seen with nothing open,
@@ -223,7 +236,8 @@ class PgBackend(WorkQueue):
         append.tidy(self.place)
 
     def release(self, claim: Claim, reason: str, **kw: Any) -> bool:
-        return outcomes.release(self.place, claim, reason, **kw)
+        worker = kw.pop("worker")
+        return outcomes.release(self.place, worker, claim, reason, **kw)
 
     def run_states(self, runs: Sequence[str]) -> dict[str, str | None]:
         return reads.run_states(self.place, runs)
@@ -231,7 +245,7 @@ class PgBackend(WorkQueue):
     def step_summary(self, run_id: str) -> str:
         return reads.step_summary(self.place, run_id)
 
-    def attempts(self, run_id: str, step: str | None = None) -> list[dict[str, Any]]:
+    def attempts(self, run_id: str, step: str | None = None) -> list[dict[str, object]]:
         return reads.attempts(self.place, run_id, step)
 
     def attempt_log(self, run_id: str, step: str, n: int | None = None) -> tuple[int, bytes | None] | None:

@@ -45,10 +45,10 @@ class WorkerInfo:
 class Claim:
     """A step a worker holds: what to run, which attempt this is, and the fencing token."""
 
-    __slots__ = ("epoch", "log", "n", "run_id", "run_pk", "spec", "step", "unit")
+    __slots__ = ("epoch", "log", "n", "needs", "run_id", "run_pk", "spec", "step", "unit")
 
     def __init__(self, run_id: str, run_pk: int, step: str, n: int, epoch: int, spec: dict[str, Any],
-                 unit: dict[str, Any], log: str) -> None:
+                 unit: dict[str, Any], log: str, needs: Sequence[str] = ()) -> None:
         self.run_id = run_id
         self.run_pk = run_pk
         self.step = step
@@ -57,18 +57,43 @@ class Claim:
         self.spec = spec  # how to run the step (runner.stepspec)
         self.unit = unit  # what the worker needs of the unit: its last fingerprint and where it was taken
         self.log = log  # where this host writes the attempt's output
+        self.needs = list(needs)  # the step's needs (its attempt's event records them)
 
 
 class ClaimRequest:
-    """What a claim asks for: how many steps, for whom, for how long, and where their logs go."""
+    """What a claim asks for: how many steps for free slots (``limit``) and how many more ahead of
+    them (``ahead``: only steps no waiting step comes before, see ``first_waiting``), for whom, for
+    how long, and where their logs go."""
 
-    __slots__ = ("limit", "log_path", "ttl", "worker")
+    __slots__ = ("ahead", "limit", "log_path", "ttl", "worker")
 
-    def __init__(self, worker: WorkerInfo, limit: int, ttl: float, log_path: Callable[[str, str, int], str]) -> None:
+    def __init__(self, worker: WorkerInfo, limit: int, ttl: float, log_path: Callable[[str, str, int], str],
+                 ahead: int = 0) -> None:
         self.worker = worker
         self.limit = limit
         self.ttl = ttl
         self.log_path = log_path
+        self.ahead = ahead
+
+    @property
+    def most(self) -> int:
+        return self.limit + self.ahead
+
+    @property
+    def bound(self) -> int:
+        """How many ready steps are worth counting (``first_waiting``): enough to tell whether the
+        claims ahead leave as many to others."""
+        return self.limit + 2 * self.ahead
+
+
+class Start:
+    """An attempt a worker started on a claim it holds: when (the worker's clock), to record."""
+
+    __slots__ = ("at", "claim")
+
+    def __init__(self, claim: Claim, at: float) -> None:
+        self.claim = claim
+        self.at = at
 
 
 # --- workers ---------------------------------------------------------------------------------
@@ -102,22 +127,23 @@ def candidates(place: Place) -> list[str]:
 
 
 def claim(place: Place, request: ClaimRequest, runs: Sequence[str] | None) -> tuple[list[Claim], float | None]:
-    """Up to ``request.limit`` ready steps of ``runs`` (every run when None); expired leases of
+    """Up to ``request.most`` ready steps of ``runs`` (every run when None); expired leases of
     those runs are taken back first. Returns the claims and, when fewer than asked were found, how
     many seconds until something becomes due without a notification (a backoff ends, a lease expires)."""
     append.tidy(place)
     out: list[Claim] = []
     wake: float | None = None
     for run_id in (candidates(place) if runs is None else runs):
-        left = request.limit - len(out)
+        left = request.most - len(out)
         if left <= 0:
             break
-
+        slots = max(request.limit - len(out), 0)
+        part = ClaimRequest(request.worker, slots, request.ttl, request.log_path, left - slots)
         batches: list[append.Batch] = []
 
-        def txn(conn: Connection, run_id: str = run_id, left: int = left,
+        def txn(conn: Connection, run_id: str = run_id, part: ClaimRequest = part,
                 batches: list[append.Batch] = batches) -> tuple[Any, ...]:
-            return claim_in(conn, request, run_id, left, batches)
+            return claim_in(conn, part, run_id, batches)
 
         def probe(conn: Connection, batches: list[append.Batch] = batches) -> bool:
             return bool(batches) and append.saved(conn, batches[-1])
@@ -133,16 +159,19 @@ def claim(place: Place, request: ClaimRequest, runs: Sequence[str] | None) -> tu
     return out, wake
 
 
-def claim_in(conn: Connection, request: ClaimRequest, run_id: str, limit: int,
-             batches: list[append.Batch]) -> tuple[Any, ...]:
-    """A claim's transaction: ready steps, expired leases and the next due time asked for in one
-    round trip; the steps taken, the leases swept and the events sent with the COMMIT."""
-    ready = conn.execute(Q.ready_steps, {"pk": None, "run": run_id, "limit": limit})
+def claim_in(conn: Connection, request: ClaimRequest, run_id: str, batches: list[append.Batch]) -> tuple[Any, ...]:
+    """A claim's transaction: ready steps, expired leases, the first waiting step and the next due
+    time asked for in one round trip; the steps taken, the leases swept and the events sent with
+    the COMMIT."""
+    ready = conn.execute(Q.ready_steps, {"pk": None, "run": run_id, "limit": request.most})
     expired = conn.execute(Q.expired_leases, {"run": run_id})
+    waiting = conn.execute(Q.first_waiting, {"pk": None, "run": run_id, "bound": request.bound}) \
+        if request.ahead else None
     due_cursor = conn.execute(Q.next_due, {"run": run_id, "worker": request.worker.id})
     over_cursor = conn.execute(Q.run_over, {"pk": None, "run": run_id})
     rows = ready.fetchall()
     lapsed = expired.fetchall()
+    view = first_waiting(waiting)
     got = due_cursor.fetchone()
     due = float(got[0]) if got and got[0] is not None else None
     run = over_cursor.fetchone()
@@ -154,25 +183,50 @@ def claim_in(conn: Connection, request: ClaimRequest, run_id: str, limit: int,
     batch = append.Batch(pk, run_id)
     batches.append(batch)
     sweep(conn, batch, [r[1:] for r in lapsed])
-    claims = take(conn, batch, request, run_id, [r[1:9] for r in rows])
+    claims = take(conn, batch, request, run_id, pick([(r[9], r[1:9]) for r in rows], request, view))
     batch.send(conn)
     return claims, due, pk, False
+
+
+def first_waiting(cursor: Cursor[Any] | None) -> tuple[float | None, int]:
+    """(the job's order of the run's first waiting step, None when none waits; how many steps are
+    ready, up to the request's bound), from ``first_waiting``."""
+    row = cursor.fetchone() if cursor is not None else None
+    if row is None:
+        return None, 0
+    return (float(row[0]) if row[0] is not None else None), int(row[1] or 0)
+
+
+def pick(rows: Sequence[tuple[Any, Sequence[Any]]], request: ClaimRequest,
+         view: tuple[float | None, int]) -> list[Sequence[Any]]:
+    """Of the ready ``rows`` (job order, row), in the job's order: as many as the free slots, then
+    up to ``request.ahead`` more, from the ready steps beyond the free slots, leaving as many to
+    other workers, and only of those before every waiting step (``view``: ``first_waiting``): a
+    step claimed ahead never starts before a step the local runner would have started first."""
+    first, ready = view
+    most = request.limit + min(request.ahead, max(0, (ready - request.limit) // 2))
+    out: list[Sequence[Any]] = []
+    for ord_, row in sorted(rows, key=lambda pair: pair[0]):
+        if len(out) >= most or (len(out) >= request.limit and first is not None and ord_ > first):
+            break
+        out.append(row)
+    return out
 
 
 def take(conn: Connection, batch: append.Batch, request: ClaimRequest, run_id: str,
          rows: Sequence[Sequence[Any]]) -> list[Claim]:
     """Claim the locked ready ``rows`` (step, spec, attempt, epoch, needs, fingerprint, upstream,
     reran). A done step submitted to wait for its needs (early cutoff) is decided first by
-    ``core.policy``'s rule: kept done (its dependents one need closer), or invalidated and run."""
+    ``core.policy``'s rule: kept done (its dependents one need closer), or invalidated and run. A
+    claim records no attempt: ``start`` does, once the worker has started the step."""
     if not rows:
         return []
     worker = request.worker
-    at = stamp(time.time(), ms=True)
     claims = []
     kept = []
     for step, spec, attempt, epoch, needs, fingerprint, upstream_rows, reran in rows:
         known = dict(fingerprint or {})
-        made: dict[str, Any] = upstream_rows or {}
+        made: Mapping[str, Any] = upstream_rows or {}
         upstream = policy.upstream_digests(needs, made.get)
         if spec.get("cutoff"):
             why = _reruns(spec, known.get("fingerprint"), needs, upstream, list(reran or ()))
@@ -184,21 +238,38 @@ def take(conn: Connection, batch: append.Batch, request: ClaimRequest, run_id: s
             spec = {**spec, "upstream": policy.upstream_record(upstream)}
         n = int(attempt) + 1
         log = request.log_path(run_id, step, n)
-        batch.add(verbs.unit(step, "in_progress", deps=list(needs),
-                             attempt={"n": n, "status": "running", "startedAt": at, "log": log,
-                                      "host": worker.host, "worker": worker.id},
-                             fields={"command": spec.get("command_text", "")}))
-        claims.append(Claim(run_id, batch.pk, step, n, int(epoch) + 1, spec, known, log))
+        claims.append(Claim(run_id, batch.pk, step, n, int(epoch) + 1, spec, known, log, needs))
     if kept:
         conn.execute(Q.mark_done, {"pk": batch.pk, "steps": kept})
         batch.notify_work = True  # its dependents may be ready now: the next claim (any worker's) takes them
     if claims:
-        params = {"pk": batch.pk, "worker": worker.id, "host": worker.host, "pid": worker.pid, "ttl": request.ttl,
-                  "steps": [c.step for c in claims], "epochs": [c.epoch for c in claims],
-                  "ns": [c.n for c in claims], "logs": [c.log for c in claims]}
-        conn.execute(Q.take_steps, params)
-        conn.execute(Q.start_attempts, params)
+        conn.execute(Q.take_steps, {"pk": batch.pk, "worker": worker.id, "ttl": request.ttl,
+                                    "steps": [c.step for c in claims], "epochs": [c.epoch for c in claims]})
     return claims
+
+
+def start(conn: Connection, pk: int, worker: WorkerInfo, starts: Sequence[Start]) -> Cursor[Any] | None:
+    """Record the attempts started (fenced by each claim's epoch); the cursor names the steps
+    whose claim held. Read it, then ``started`` adds their events."""
+    if not starts:
+        return None
+    return conn.execute(Q.start_attempts, {
+        "pk": pk, "worker": worker.id, "host": worker.host, "pid": worker.pid,
+        "steps": [s.claim.step for s in starts], "epochs": [s.claim.epoch for s in starts],
+        "ns": [s.claim.n for s in starts], "ats": [s.at for s in starts], "logs": [s.claim.log for s in starts]})
+
+
+def started(batch: append.Batch, worker: WorkerInfo, starts: Sequence[Start], cursor: Cursor[Any] | None) -> set[str]:
+    """The steps whose start was recorded (their ``in_progress`` event added), from ``start``'s cursor."""
+    held = {r[0] for r in cursor.fetchall()} if cursor is not None else set()
+    for s in starts:
+        c = s.claim
+        if c.step in held:
+            batch.add(verbs.unit(c.step, "in_progress", deps=list(c.needs),
+                                 attempt={"n": c.n, "status": "running", "startedAt": stamp(s.at, ms=True),
+                                          "log": c.log, "host": worker.host, "worker": worker.id},
+                                 fields={"command": c.spec.get("command_text", "")}))
+    return held
 
 
 def _reruns(spec: Mapping[str, Any], stored: object, needs: Sequence[str], upstream: Mapping[str, str | None],
@@ -213,19 +284,21 @@ def _reruns(spec: Mapping[str, Any], stored: object, needs: Sequence[str], upstr
 
 
 def sweep(conn: Connection, batch: append.Batch, rows: Sequence[Sequence[Any]]) -> None:
-    """Take back steps whose lease expired (``rows``: step, attempt, worker; locked): their attempt
-    ends ``interrupted`` (lease expired) and the epoch moves on, fencing off the worker that held them."""
+    """Take back steps whose lease expired (``rows``: step, attempt, worker, started; locked): a
+    started attempt ends ``interrupted`` (lease expired), and the epoch moves on, fencing off the
+    worker that held them. A claim whose step had not started leaves no attempt."""
     if not rows:
         return
     at = stamp(time.time(), ms=True)
-    for step, n, holder in rows:
+    ran = [r for r in rows if r[3]]
+    for step, n, holder, _ in ran:
         reason = f"lease expired: worker {holder} stopped renewing it"
         batch.add(verbs.unit(step, "interrupted", note=reason,
                              attempt={"n": int(n), "status": "interrupted", "finishedAt": at, "reason": reason}))
-    steps = [r[0] for r in rows]
-    conn.execute(Q.take_back, {"pk": batch.pk, "steps": steps})
-    conn.execute(Q.expire_attempts, {"pk": batch.pk, "steps": steps, "ns": [int(r[1]) for r in rows],
-                                     "workers": [r[2] or "?" for r in rows]})
+    conn.execute(Q.take_back, {"pk": batch.pk, "steps": [r[0] for r in rows]})
+    if ran:
+        conn.execute(Q.expire_attempts, {"pk": batch.pk, "steps": [r[0] for r in ran], "ns": [int(r[1]) for r in ran],
+                                         "workers": [r[2] or "?" for r in ran]})
     batch.notify_work = True  # steps claimable again: an idle worker may take them
 
 

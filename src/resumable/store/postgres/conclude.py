@@ -4,7 +4,7 @@ the same in both stores)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from resumable.core import policy
 from resumable.core.model import units_of
@@ -12,6 +12,8 @@ from resumable.errors import RefusedError
 from resumable.store.postgres.queries import WORK, Q
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from resumable.store.postgres.place import Place
     from resumable.store.postgres.runstate import RunWriter
 
@@ -39,7 +41,7 @@ def conclude(w: RunWriter) -> bool:
     units = units_of(w.doc)
     ends = {}
     for sid, state, tries in step_states(w):
-        unit = units.get(sid) if isinstance(units.get(sid), dict) else {}
+        unit: Any = units.get(sid) if isinstance(units.get(sid), dict) else {}  # as stored: read key by key
         assert isinstance(unit, dict)
         log = unit.get("log")
         ends[sid] = policy.StepEnd(state, tries, unit.get("lastExitCode"), log if isinstance(log, str) else None)
@@ -56,7 +58,7 @@ def conclude(w: RunWriter) -> bool:
     return True
 
 
-def _with_unselected(ends: dict[str, policy.StepEnd], units: dict[str, object]) -> dict[str, policy.StepEnd]:
+def _with_unselected(ends: dict[str, policy.StepEnd], units: Mapping[str, object]) -> dict[str, policy.StepEnd]:
     """A run of target steps: the job's steps left out (units with no row, not removed) end as
     their units stand, skipped when done, else not selected, as the local runner's end."""
     out: dict[str, policy.StepEnd] = {}

@@ -67,7 +67,7 @@ class PgRunHandle:
 
     def load(self) -> Doc | None:
         """The document: the numbered events, then the workers' events not numbered yet."""
-        def catch_up(conn: Connection) -> tuple[RunState | None, dict[str, Any] | None]:
+        def catch_up(conn: Connection) -> tuple[RunState | None, Doc | None]:
             row = runstate.find_row(conn, self._run_id, lock=False)
             if row is None or row.seq == 0:
                 return None, None

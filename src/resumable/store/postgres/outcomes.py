@@ -1,11 +1,12 @@
 """Outcomes: a worker records what its claims' attempts did, if the claims still hold.
 
 A claim holds while the step's epoch is still the claim's (nobody took the step back after its
-lease expired). The outcomes of the steps of one run that ended together are recorded in one
-transaction, with what follows from them as ``core.policy`` decides it: dependents one need closer
-to ready, a retry after its backoff, a failure that stops the run or blocks its dependents
-(keep-going), and the worker's next claims on the run. A stale claim's outcome is kept with its
-attempt only (``stale``), never applied to the run's document.
+lease expired). What a worker has to say about one run goes in one transaction (``record``): the
+attempts it started (``claims.start``), the outcomes of those that ended, with what follows from
+them as ``core.policy`` decides it (dependents one need closer to ready, a retry after its
+backoff, a failure that stops the run or blocks its dependents, keep-going), the claims it hands
+back unstarted, and its next claims on the run. A stale claim's outcome is kept with its attempt
+only (``stale``), never applied to the run's document.
 
 Two round trips: the fenced updates and the rows they need (locked), then the rest with the
 COMMIT. Only the step rows touched are locked, and the run's row only by the last statement.
@@ -18,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.core import policy, verbs
 from resumable.core.stamps import stamp
-from resumable.store.postgres import append
-from resumable.store.postgres.claims import Claim, ClaimRequest, take
+from resumable.store.postgres import append, claims
+from resumable.store.postgres.claims import Claim, ClaimRequest, Start, WorkerInfo, take
 from resumable.store.postgres.queries import Q
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from psycopg import Cursor
 
     from resumable.core.policy import RetryPolicy
     from resumable.store.postgres.db import Connection
@@ -33,118 +36,169 @@ if TYPE_CHECKING:
     Answer = tuple[list[policy.Settled | None], list[Claim]]  # per item: what was recorded (None: stale)
 
 
-def complete(place: Place, items: Sequence[Item], more: ClaimRequest | None = None) -> Answer:
-    """Record the outcomes of attempts of one run, in one transaction; (for each, what the policy
-    made of it, None when the claim no longer held; the claims taken with them).
+class Work:
+    """What a worker has to record of one run: attempts started, outcomes, claims handed back unstarted."""
+
+    __slots__ = ("items", "pk", "run_id", "starts", "unstarted", "worker")
+
+    def __init__(self, worker: WorkerInfo, run_id: str, pk: int, *, starts: Sequence[Start] = (),
+                 items: Sequence[Item] = (), unstarted: Sequence[Claim] = ()) -> None:
+        self.worker = worker
+        self.run_id = run_id
+        self.pk = pk
+        self.starts = list(starts)
+        self.items = list(items)
+        self.unstarted = list(unstarted)
+
+
+class Recorded:
+    """What a ``record`` did: per outcome what the policy made of it (None: its claim no longer
+    held), the claims taken with it, the started attempts whose claim no longer held, and whether
+    the run starts nothing new (stopping, or not running)."""
+
+    __slots__ = ("claims", "lost", "settled", "stopping")
+
+    def __init__(self, settled: list[policy.Settled | None], claims: list[Claim], lost: list[Claim],
+                 stopping: bool) -> None:
+        self.settled = settled
+        self.claims = claims
+        self.lost = lost
+        self.stopping = stopping
+
+
+def record(place: Place, work: Work, more: ClaimRequest | None = None) -> Recorded:
+    """Record what ``work`` says of one run, in one transaction, claiming up to ``more`` ready
+    steps of the run with it.
 
     Each item is (claim, result, retry policy). ``result``: ``status`` (done failed timeout
     interrupted), ``note``, ``attempt`` (the unit's attempt record), ``fields``, ``exit_code``,
-    ``reason``, ``log`` (bytes). ``more``: claim up to that many ready steps of the run in the same
-    transaction."""
-    if not items:
-        return [], []
-    run_id, pk = items[0][0].run_id, items[0][0].run_pk
+    ``reason``, ``log`` (bytes)."""
     batches: list[append.Batch] = []
 
-    def txn(conn: Connection) -> tuple[Answer, bool]:
-        batch = append.Batch(pk, run_id)
+    def txn(conn: Connection) -> tuple[Recorded, bool]:
+        batch = append.Batch(work.pk, work.run_id)
         batches[:] = [batch]
-        return Completion(conn, batch, items, more).run()
+        return Completion(conn, batch, work, more).run()
 
     def probe(conn: Connection) -> bool:
         return bool(batches) and append.saved(conn, batches[0])
 
-    answer, over = place.write(txn, what=f"record {len(items)} outcome(s) of run {run_id}", probe=probe,
-                               pipeline=True)
-    append.follow_up(place, run_id, pk, over=over)
-    out: Answer = answer
+    what = f"record {len(work.starts)} start(s) and {len(work.items)} outcome(s) of run {work.run_id}"
+    answer, over = place.write(txn, what=what, probe=probe, pipeline=True)
+    append.follow_up(place, work.run_id, work.pk, over=over)
+    out: Recorded = answer
     return out
 
 
-class Completion:
-    """One transaction recording outcomes of one run's claims."""
+def complete(place: Place, worker: WorkerInfo, items: Sequence[Item], more: ClaimRequest | None = None) -> Answer:
+    """Record the outcomes of attempts of one run, in one transaction (``record``)."""
+    if not items:
+        return [], []
+    got = record(place, Work(worker, items[0][0].run_id, items[0][0].run_pk, items=items), more)
+    return got.settled, got.claims
 
-    def __init__(self, conn: Connection, batch: append.Batch, items: Sequence[Item],
-                 more: ClaimRequest | None) -> None:
+
+class Completion:
+    """One transaction recording what a worker says of one run."""
+
+    def __init__(self, conn: Connection, batch: append.Batch, work: Work, more: ClaimRequest | None) -> None:
         self.conn = conn
         self.batch = batch
-        self.items = items
+        self.work = work
+        self.items = work.items
         self.more = more
         self.pk = batch.pk
 
-    def run(self) -> tuple[Answer, bool]:
-        conn, pk = self.conn, self.pk
+    def _ask(self) -> dict[str, Cursor[Any] | None]:
+        """The first round trip: every statement whose answer the rest needs, in pipeline mode.
+        Starts come first (an outcome in the same transaction acts on the started attempt)."""
+        conn, pk, work = self.conn, self.pk, self.work
         done = [(c, r) for c, r, _ in self.items if r["status"] == "done"]
-        others = [(c, r, p) for c, r, p in self.items if r["status"] != "done"]
-        done_cursor = conn.execute(Q.finish_done, {
-            "pk": pk, "steps": [c.step for c, _ in done], "epochs": [c.epoch for c, _ in done],
-            "fingerprints": [_fingerprint(r) for _, r in done]}) if done else None
-        rows_cursor = conn.execute(Q.claimed_rows, {"pk": pk, "steps": [c.step for c, _, _ in others]}) \
-            if others else None
-        run_cursor = conn.execute(Q.run_of, {"pk": pk})
-        open_cursor = conn.execute(Q.open_steps, {"pk": pk, "steps": [c.step for c, _, _ in self.items]})
-        failed_cursor = conn.execute(Q.failed_count, {"pk": pk}) if others else None
-        limit = self.more.limit if self.more is not None else 0
-        ready_cursor = conn.execute(Q.ready_steps, {"pk": pk, "run": None, "limit": limit}) if limit > 0 else None
-        # One round trip for all of the above.
+        others = [c for c, r, _ in self.items if r["status"] != "done"]
+        limit = self.more.most if self.more is not None else 0
+        unstarted = {"pk": pk, "steps": [c.step for c in work.unstarted], "epochs": [c.epoch for c in work.unstarted]}
+        return {
+            "start": claims.start(conn, pk, work.worker, work.starts),
+            "back": conn.execute(Q.release_unstarted, unstarted) if work.unstarted else None,
+            "done": conn.execute(Q.finish_done, {
+                "pk": pk, "steps": [c.step for c, _ in done], "epochs": [c.epoch for c, _ in done],
+                "fingerprints": [_fingerprint(r) for _, r in done]}) if done else None,
+            "rows": conn.execute(Q.claimed_rows, {"pk": pk, "steps": [c.step for c in others]}) if others else None,
+            "run": conn.execute(Q.run_of, {"pk": pk}),
+            "open": conn.execute(Q.open_steps, {"pk": pk, "steps": [c.step for c, _, _ in self.items]}),
+            "failed": conn.execute(Q.failed_count, {"pk": pk}) if others else None,
+            "ready": conn.execute(Q.ready_steps, {"pk": pk, "run": None, "limit": limit}) if limit > 0 else None,
+            "waiting": conn.execute(Q.first_waiting, {"pk": pk, "run": None, "bound": self.more.bound})
+            if self.more is not None and self.more.ahead else None,
+        }
+
+    def run(self) -> tuple[Recorded, bool]:
+        sent = self._ask()
+        held = claims.started(self.batch, self.work.worker, self.work.starts, sent["start"])
+        lost = [s.claim for s in self.work.starts if s.claim.step not in held]
+        released = {r[0] for r in sent["back"].fetchall()} if sent["back"] is not None else set()
         matched: set[str] = set()
-        released: set[str] = set()
+        freed: set[str] = set()
         current: dict[str, int] = {}
-        for kind, step, epoch in (done_cursor.fetchall() if done_cursor is not None else []):
+        for kind, step, epoch in (sent["done"].fetchall() if sent["done"] is not None else []):
             if kind == "epoch":
                 current[step] = int(epoch)
             else:
-                (matched if kind == "done" else released).add(step)
-        rows = {r[0]: r for r in (rows_cursor.fetchall() if rows_cursor is not None else [])}
-        run = run_cursor.fetchone()
-        counts = open_cursor.fetchone()
+                (matched if kind == "done" else freed).add(step)
+        rows = {r[0]: r for r in (sent["rows"].fetchall() if sent["rows"] is not None else [])}
+        run = sent["run"].fetchone() if sent["run"] is not None else None
+        counts = sent["open"].fetchone() if sent["open"] is not None else None
         others_open, others_running = (bool(counts[0]), bool(counts[1])) if counts else (True, True)
-        counted = failed_cursor.fetchone() if failed_cursor is not None else None
-        failed_before = int(counted[0]) if counted else 0
-        ready = ready_cursor.fetchall() if ready_cursor is not None else []
+        counted = sent["failed"].fetchone() if sent["failed"] is not None else None
+        ready = sent["ready"].fetchall() if sent["ready"] is not None else []
+        view = claims.first_waiting(sent["waiting"])
         stopping = bool(run[3]) if run else True
         rules = policy.JobRules.of(run[2] if run and isinstance(run[2], dict) else None)
 
         answers: dict[int, policy.Settled | None] = {}
         finished: list[tuple[Claim, Mapping[str, Any]]] = []
         stale: list[tuple[Claim, Mapping[str, Any], Any]] = []
-        for claim, result in done:
+        for claim, result, _ in self.items:
+            if result["status"] != "done":
+                continue
             if claim.step in matched:
                 answers[id(claim)] = policy.Settled("done")
                 finished.append((claim, result))
             else:
                 stale.append((claim, result, (claim.step, None, current.get(claim.step))))
+        others = [(c, r, p) for c, r, p in self.items if r["status"] != "done"]
         failed_now = self._settle(others, rows, stopping, answers, finished, stale)
         for claim, result in finished:
             self.batch.add(verbs.unit(claim.step, result["status"], note=result.get("note"),
                                       attempt=dict(result["attempt"]), fields=dict(result.get("fields") or {})))
         stop = stopping
         if failed_now:
-            stop = stop or rules.stops(failed_before + len(failed_now))
+            stop = stop or rules.stops((int(counted[0]) if counted else 0) + len(failed_now))
             if rules.keep_going:
                 self._block(failed_now)
         self.batch.stop = stop and not stopping
         self._attempts(finished, stale)
-        claims: list[Claim] = []
-        if self.more is not None and not stop and run is not None and run[1] == "running":
-            # A retry due at once is ready again: in the job's order among the ready steps, as the
-            # local runner starts it.
-            again = [(rows[c.step][8], _claimable(rows[c.step])) for c, _, _ in others
-                     if _due_now(answers.get(id(c)))]
-            candidates = sorted([(r[9], tuple(r[1:9])) for r in ready] + again, key=lambda pair: pair[0])
-            claims = take(conn, self.batch, self.more, self.batch.run_id,
-                          [row for _, row in candidates[:self.more.limit]])
-        taken = {c.step for c in claims}
-        if released - taken or any(a is not None and a.state == "pending" for a in answers.values()):
+        live = run is not None and run[1] == "running"
+        taken = self._claim(others, rows, answers, ready, view) if live and not stop else []
+        if released or freed - {c.step for c in taken} or any(
+                a is not None and a.state == "pending" for a in answers.values()):
             self.batch.notify_work = True  # steps claimable by others: wake an idle worker
-        settled = [answers.get(id(c)) for c, _, _ in self.items]
-        self.batch.send(conn)
+        self.batch.send(self.conn)
         # Nothing of the run open once this commits: every other step finished, and these close
         # (a concurrent last completion may see this one open: then an idle claim concludes it).
-        closing = all(a is not None and a.state != "pending" for a in answers.values()) and not claims
-        live = run is not None and run[1] == "running"
+        closing = all(a is not None and a.state != "pending" for a in answers.values()) and not taken
         over = closing and live and (not others_open or (stop and not others_running))
-        return (settled, claims), over
+        return Recorded([answers.get(id(c)) for c, _, _ in self.items], taken, lost, stop or not live), over
+
+    def _claim(self, others: Sequence[Item], rows: Mapping[str, Any], answers: Mapping[int, policy.Settled | None],
+               ready: Sequence[Sequence[Any]], view: tuple[float | None, int]) -> list[Claim]:
+        """The worker's next claims on the run: the ready steps and a retry due at once (ready
+        again, in the job's order among them, as the local runner starts it)."""
+        if self.more is None:
+            return []
+        again = [(rows[c.step][8], _claimable(rows[c.step])) for c, _, _ in others if _due_now(answers.get(id(c)))]
+        candidates = [(r[9], tuple(r[1:9])) for r in ready] + again
+        return take(self.conn, self.batch, self.more, self.batch.run_id, claims.pick(candidates, self.more, view))
 
     def _settle(self, others: Sequence[Item], rows: Mapping[str, Any], stopping: bool,
                 answers: dict[int, policy.Settled | None], finished: list[tuple[Claim, Mapping[str, Any]]],
@@ -234,7 +288,7 @@ def _fingerprint(result: Mapping[str, Any]) -> Any:
     return Jsonb({k: fields[k] for k in ("fingerprint", "fingerprintHost", "artifacts") if k in fields})
 
 
-def release(place: Place, claim: Claim, reason: str, *, attempt: Mapping[str, Any] | None = None,
+def release(place: Place, worker: WorkerInfo, claim: Claim, reason: str, *, attempt: Mapping[str, Any] | None = None,
             exit_code: int | None = None, log: bytes | None = None) -> bool:
     """Hand a claim back without an outcome (a stopping worker): the attempt ends ``interrupted``
     and the step is at once claimable by another worker."""
@@ -242,4 +296,4 @@ def release(place: Place, claim: Claim, reason: str, *, attempt: Mapping[str, An
     record.setdefault("reason", reason)
     result = {"status": "interrupted", "note": reason, "attempt": record, "exit_code": exit_code,
               "reason": reason, "log": log, "fields": {}}
-    return complete(place, [(claim, result, policy.RetryPolicy())])[0][0] is not None
+    return complete(place, worker, [(claim, result, policy.RetryPolicy())])[0][0] is not None

@@ -1,7 +1,9 @@
 -- Every statement the PostgreSQL store sends, each under a name (`-- name --`), loaded by
 -- ``queries.py`` (but the schema's own bookkeeping, in schema.py, and LISTEN, in listen.py).
--- Parameters are named (%(name)s) or positional (%s). The workers' path comes first; then runs,
--- their history and snapshots, stored values, readers, the runner lease.
+-- Parameters are named (%(name)s) or positional (%s); %(name)b sends one in binary (event bodies,
+-- fingerprints, logs: text full of quotes, which the text format escapes element by element). The
+-- workers' path comes first; then runs, their history and snapshots, stored values, readers, the
+-- runner lease.
 --
 -- Lock order, the same in every transaction: step rows first (claims with FOR UPDATE SKIP LOCKED,
 -- completions by their fenced claim, a handle's write by the units its events touch, a submit all
@@ -11,7 +13,7 @@
 -- append_events --
 -- A transaction's events, pending: numbered later by sequence_events (no run row is touched here).
 INSERT INTO resumable_pending_events (run_pk, tx, body)
-SELECT %(pk)s, %(tx)s, t.body FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i) ORDER BY t.i;
+SELECT %(pk)s, %(tx)s, t.body FROM unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i) ORDER BY t.i;
 
 -- sequence_events --
 -- The run (by its row key, or by id when %(pk)s is NULL) locked, unless another transaction holds
@@ -83,12 +85,33 @@ ORDER BY s.ord LIMIT %(limit)s
 FOR UPDATE OF s SKIP LOCKED;
 
 -- expired_leases --
--- Claims whose lease ran out (their worker stopped renewing it), locked, to take back.
-SELECT run_pk, step, attempt, worker FROM resumable_steps
-WHERE run_pk = (SELECT pk FROM resumable_runs WHERE id = %(run)s AND archived_at IS NULL)
-  AND state = 'running' AND lease_expires < now()
-ORDER BY ord
-FOR UPDATE SKIP LOCKED;
+-- Claims whose lease ran out (their worker stopped renewing it), locked, to take back; and whether
+-- the claim's attempt had started (an attempt of the claim's epoch is on record).
+SELECT s.run_pk, s.step, s.attempt, s.worker, EXISTS (
+    SELECT 1 FROM resumable_attempts a
+    WHERE a.run_pk = s.run_pk AND a.step = s.step AND a.n = s.attempt AND a.epoch = s.epoch)
+FROM resumable_steps s
+WHERE s.run_pk = (SELECT pk FROM resumable_runs WHERE id = %(run)s AND archived_at IS NULL)
+  AND s.state = 'running' AND s.lease_expires < now()
+ORDER BY s.ord
+FOR UPDATE OF s SKIP LOCKED;
+
+-- first_waiting --
+-- What claiming ahead of a worker's free slots may take. The job's order of the first step that
+-- waits (for a need, or for a retry's backoff): a step after it is not claimed ahead, so claiming
+-- ahead never starts a step before one the local runner would start first. And how many steps are
+-- ready (counted up to %(bound)s): a worker claims ahead only from the ready steps beyond its free
+-- slots, and leaves as many for other workers (a few slow steps are not held by one worker).
+SELECT (SELECT ord FROM resumable_steps
+        WHERE run_pk = t.pk AND state = 'pending' AND (remaining > 0 OR not_before IS NOT NULL)
+          AND (remaining > 0 OR not_before > now())
+        ORDER BY ord LIMIT 1),
+       (SELECT count(*) FROM (SELECT 1 FROM resumable_steps
+                              WHERE run_pk = t.pk AND state = 'pending' AND remaining = 0
+                                AND (not_before IS NULL OR not_before <= now())
+                              LIMIT %(bound)s) AS ready)
+FROM (SELECT coalesce(%(pk)s::bigint,
+                      (SELECT pk FROM resumable_runs WHERE id = %(run)s AND archived_at IS NULL)) AS pk) AS t;
 
 -- next_due --
 -- Seconds until something falls due without a notification: a retry's backoff ends, or a lease
@@ -114,17 +137,40 @@ WHERE r.archived_at IS NULL AND r.status = 'running' AND r.job IS NOT NULL
 ORDER BY r.pk;
 
 -- take_steps --
--- The claimed steps are running under this worker's lease; each claim's epoch is its fencing token.
-UPDATE resumable_steps s SET state = 'running', worker = %(worker)s, epoch = c.epoch, attempt = c.n,
-    tries = tries + 1, not_before = NULL, lease_expires = now() + make_interval(secs => %(ttl)s)
-FROM unnest(%(steps)s::text[], %(epochs)s::bigint[], %(ns)s::integer[]) AS c(step, epoch, n)
+-- The claimed steps are held under this worker's lease; each claim's epoch is its fencing token. A
+-- claim is not an attempt yet: the attempt starts when the worker starts the step (start_attempts),
+-- so a claim handed back unstarted leaves no attempt behind.
+UPDATE resumable_steps s SET state = 'running', worker = %(worker)s, epoch = c.epoch, not_before = NULL,
+    lease_expires = now() + make_interval(secs => %(ttl)s)
+FROM unnest(%(steps)s::text[], %(epochs)s::bigint[]) AS c(step, epoch)
 WHERE s.run_pk = %(pk)s AND s.step = c.step;
 
 -- start_attempts --
-INSERT INTO resumable_attempts (run_pk, step, n, epoch, worker, host, pid, started_at, status, log_path)
-SELECT %(pk)s, c.step, c.n, c.epoch, %(worker)s, %(host)s, %(pid)s, clock_timestamp(), 'running', c.log
-FROM unnest(%(steps)s::text[], %(epochs)s::bigint[], %(ns)s::integer[], %(logs)s::text[]) AS c(step, epoch, n, log)
-ON CONFLICT (run_pk, step, n) DO NOTHING;
+-- Attempts the worker started, each under the claim that still holds its step (the epoch matches):
+-- the step's attempt number and tries move on, the attempt is on record. Returns the steps whose
+-- claim held (the others were taken back: their processes are stopped).
+WITH started AS (
+    UPDATE resumable_steps s SET attempt = c.n, tries = s.tries + 1
+    FROM unnest(%(steps)s::text[], %(epochs)s::bigint[], %(ns)s::integer[]) AS c(step, epoch, n)
+    WHERE s.run_pk = %(pk)s AND s.step = c.step AND s.epoch = c.epoch AND s.state = 'running'
+    RETURNING s.step
+), attempts AS (
+    INSERT INTO resumable_attempts (run_pk, step, n, epoch, worker, host, pid, started_at, status, log_path)
+    SELECT %(pk)s, c.step, c.n, c.epoch, %(worker)s, %(host)s, %(pid)s, to_timestamp(c.at), 'running', c.log
+    FROM unnest(%(steps)s::text[], %(epochs)s::bigint[], %(ns)s::integer[], %(ats)s::float8[], %(logs)s::text[])
+        AS c(step, epoch, n, at, log)
+    JOIN started USING (step)
+    ON CONFLICT (run_pk, step, n) DO NOTHING
+)
+SELECT step FROM started;
+
+-- release_unstarted --
+-- Claims handed back before their step started (a worker stopping, a run that stopped, a failure
+-- whose consequences come first): pending again, the epoch moved on, no attempt recorded.
+UPDATE resumable_steps s SET state = 'pending', worker = NULL, lease_expires = NULL, epoch = s.epoch + 1
+FROM unnest(%(steps)s::text[], %(epochs)s::bigint[]) AS c(step, epoch)
+WHERE s.run_pk = %(pk)s AND s.step = c.step AND s.epoch = c.epoch AND s.state = 'running'
+RETURNING s.step;
 
 -- take_back --
 -- Steps whose lease expired are pending again, and the epoch moves on: the worker that held them
@@ -145,7 +191,7 @@ WHERE a.run_pk = %(pk)s AND a.step = c.step AND a.n = c.n AND a.status = 'runnin
 WITH done AS (
     UPDATE resumable_steps s SET state = 'done', worker = NULL, lease_expires = NULL, not_before = NULL,
         epoch = s.epoch + 1, fingerprint = c.fingerprint
-    FROM unnest(%(steps)s::text[], %(epochs)s::bigint[], %(fingerprints)s::jsonb[]) AS c(step, epoch, fingerprint)
+    FROM unnest(%(steps)s::text[], %(epochs)s::bigint[], %(fingerprints)b::jsonb[]) AS c(step, epoch, fingerprint)
     WHERE s.run_pk = %(pk)s AND s.step = c.step AND s.epoch = c.epoch AND s.state = 'running'
     RETURNING s.step
 ), released AS (
@@ -209,13 +255,13 @@ WHERE s.run_pk = %(pk)s AND s.step = c.step;
 UPDATE resumable_attempts a SET status = c.status, exit_code = c.exit_code, reason = c.reason,
     finished_at = clock_timestamp(), log = c.log
 FROM unnest(%(steps)s::text[], %(ns)s::integer[], %(statuses)s::text[], %(exit_codes)s::integer[],
-            %(reasons)s::text[], %(logs)s::bytea[]) AS c(step, n, status, exit_code, reason, log)
+            %(reasons)b::text[], %(logs)b::bytea[]) AS c(step, n, status, exit_code, reason, log)
 WHERE a.run_pk = %(pk)s AND a.step = c.step AND a.n = c.n;
 
 -- stale_attempts --
 -- Completions the fence refused: kept with their attempt, never applied to the run.
 UPDATE resumable_attempts a SET stale = c.stale, log = coalesce(c.log, a.log)
-FROM unnest(%(steps)s::text[], %(ns)s::integer[], %(stales)s::jsonb[], %(logs)s::bytea[]) AS c(step, n, stale, log)
+FROM unnest(%(steps)s::text[], %(ns)s::integer[], %(stales)b::jsonb[], %(logs)b::bytea[]) AS c(step, n, stale, log)
 WHERE a.run_pk = %(pk)s AND a.step = c.step AND a.n = c.n;
 
 -- renew_leases --
@@ -322,7 +368,7 @@ SELECT seq, doc FROM resumable_snapshots WHERE run_pk = %s;
 WITH events AS (
     INSERT INTO resumable_events (run_pk, seq, tx, body)
     SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body
-    FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i)
+    FROM unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i)
 ), run AS (
     UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s, changed_at = now(),
         tail_bytes = %(tail)s
@@ -335,7 +381,7 @@ SELECT pg_notify(%(channel)s, %(run)s);
 WITH events AS (
     INSERT INTO resumable_events (run_pk, seq, tx, body)
     SELECT %(pk)s, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body
-    FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS t(body, i)
+    FROM unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i)
 ), snap AS (
     INSERT INTO resumable_snapshots (run_pk, seq, doc) VALUES (%(pk)s, %(seq)s, %(doc)s)
     ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc
@@ -437,9 +483,9 @@ UPDATE resumable_workers SET stopped_at = now() WHERE id = %s;
 
 -- live_claims --
 -- The runner lease: how many of a run's steps workers hold under unexpired leases, and on which hosts.
-SELECT count(*), string_agg(DISTINCT a.host, ', ')
+SELECT count(*), string_agg(DISTINCT w.host, ', ')
 FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk
-LEFT JOIN resumable_attempts a ON a.run_pk = s.run_pk AND a.step = s.step AND a.n = s.attempt
+LEFT JOIN resumable_workers w ON w.id = s.worker
 WHERE r.id = %s AND r.archived_at IS NULL AND s.state = 'running' AND s.lease_expires > now();
 
 -- hold_runner_lease --
@@ -470,12 +516,12 @@ LIMIT 1;
 
 -- workers_holding --
 -- The workers holding unexpired claims on a run's steps: the steps, and when the last lease ends.
-SELECT a.worker, a.host, a.pid, array_agg(s.step ORDER BY s.ord),
+SELECT w.id, w.host, w.pid, array_agg(s.step ORDER BY s.ord),
     extract(epoch FROM max(s.lease_expires) - now())::float8
 FROM resumable_steps s JOIN resumable_runs r ON r.pk = s.run_pk
-JOIN resumable_attempts a ON a.run_pk = s.run_pk AND a.step = s.step AND a.n = s.attempt
+JOIN resumable_workers w ON w.id = s.worker
 WHERE r.id = %s AND r.archived_at IS NULL AND s.state = 'running' AND s.lease_expires > now()
-GROUP BY a.worker, a.host, a.pid ORDER BY a.host, a.pid;
+GROUP BY w.id, w.host, w.pid ORDER BY w.host, w.pid;
 
 -- workers_of_run --
 -- The registered workers that have not stopped and made an attempt on a run.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from resumable.store.postgres.queries import Q
 
@@ -30,9 +30,9 @@ def step_summary(place: Place, run_id: str) -> str:
     return place.read(look, what=f"read the steps of run {run_id}")
 
 
-def attempts(place: Place, run_id: str, step: str | None = None) -> list[dict[str, Any]]:
+def attempts(place: Place, run_id: str, step: str | None = None) -> list[dict[str, object]]:
     """Every attempt workers made on the run's steps (stale ones included), oldest first."""
-    def look(conn: Connection) -> list[dict[str, Any]]:
+    def look(conn: Connection) -> list[dict[str, object]]:
         keys = ("step", "n", "epoch", "worker", "host", "pid", "startedAt", "finishedAt", "status", "exitCode",
                 "reason", "stale", "logPath", "logBytes")
         return [dict(zip(keys, r, strict=True)) for r in conn.execute(Q.attempts, {"run": run_id, "step": step})]

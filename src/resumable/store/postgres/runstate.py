@@ -32,9 +32,10 @@ from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatErro
 from resumable.store.postgres.queries import Q
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
     from resumable.core.types import Event
+    from resumable.core.types import RunDocument as Doc
     from resumable.store.postgres.db import Connection
 
 CHANGED = "resumable_changed"  # NOTIFY channel: payload = run id, on every commit
@@ -50,7 +51,7 @@ class RunState:
 
     __slots__ = ("doc", "pk", "seq")
 
-    def __init__(self, pk: int, seq: int, doc: dict[str, Any] | None) -> None:
+    def __init__(self, pk: int, seq: int, doc: Doc | None) -> None:
         self.pk = pk
         self.seq = seq
         self.doc = doc
@@ -126,7 +127,7 @@ def load(conn: Connection, pk: int, where: str) -> RunState:
     return state
 
 
-def with_pending(conn: Connection, state: RunState, where: str) -> dict[str, Any] | None:
+def with_pending(conn: Connection, state: RunState, where: str) -> Doc | None:
     """The document with the committed events not numbered yet applied after the numbered ones
     (a copy: the cached state stays at its last numbered event)."""
     pending = conn.execute(Q.pending_events, {"pk": state.pk}).fetchall()
@@ -195,7 +196,7 @@ class RunWriter:
         self.first_rows: Any = None  # what the writer's ``first`` statements asked for, before the lock
 
     @property
-    def doc(self) -> dict[str, Any]:
+    def doc(self) -> Mapping[str, Any]:
         return self.state.doc or {}
 
     def apply(self, events: Sequence[Event]) -> list[Any]:
@@ -228,7 +229,7 @@ class RunWriter:
         first = self.row.seq + 1
         seq = self.row.seq + len(self.bodies)
         size = sum(len(b) for b in self.bodies)
-        doc = self.state.doc or {}
+        doc: Mapping[str, Any] = self.state.doc or {}
         status = doc.get("status")
         updated = parse_stamp(doc.get("updatedAt"))
         tail = self.row.tail_bytes + size

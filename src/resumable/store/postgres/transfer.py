@@ -24,11 +24,11 @@ if TYPE_CHECKING:
 
 
 def import_run(place: Place, run_id: str, batches: Sequence[Sequence[Event]],
-               blobs: Mapping[str, bytes]) -> dict[str, Any]:
+               blobs: Mapping[str, bytes]) -> Mapping[str, Any]:
     where = f"{place.root}#{run_id}"
     holder: list[RunWriter] = []
 
-    def txn(conn: Connection) -> dict[str, Any]:
+    def txn(conn: Connection) -> Mapping[str, Any]:
         conn.execute(Q.create_run, (run_id,))
         row = runstate.find_row(conn, run_id, lock=True)
         if row is None or row.seq > 0:
@@ -48,5 +48,5 @@ def import_run(place: Place, run_id: str, batches: Sequence[Sequence[Event]],
     def probe(conn: Connection) -> bool:
         return bool(holder) and holder[0].saved(conn)
 
-    out: dict[str, Any] = place.write(txn, what=f"import run {run_id}", probe=probe, pipeline=True, migrate=True)
+    out: Mapping[str, Any] = place.write(txn, what=f"import run {run_id}", probe=probe, pipeline=True, migrate=True)
     return out
