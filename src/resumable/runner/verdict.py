@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 from resumable.core import jsonio
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from resumable.runner.explain import Decision
     from resumable.runner.jobfile import Job
     from resumable.runner.options import RunOptions
@@ -105,7 +107,7 @@ class Found:
 
     __slots__ = ("backend", "doc")
 
-    def __init__(self, backend: Backend, doc: dict[str, Any]) -> None:
+    def __init__(self, backend: Backend, doc: Mapping[str, Any]) -> None:
         self.backend = backend
         self.doc = doc
 
