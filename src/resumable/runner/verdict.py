@@ -35,22 +35,26 @@ from typing import TYPE_CHECKING, Any
 from resumable.core import jsonio
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from resumable.runner.explain import Decision
     from resumable.runner.jobfile import Job
     from resumable.runner.options import RunOptions
     from resumable.store.backend import Backend, RunHandle
 
-FORMAT = 1
+FORMAT = 2
 _RACY_NS = 2_000_000_000  # as the fingerprint's: a file this recent may change within its mtime
 
 
 def _code_version() -> str:
-    """This module's, the planner's and the fingerprint's files (size and mtime): another
-    resumable, another key."""
-    from resumable.runner import explain, fingerprint, inputs, session
+    """The files of this module and of what decides a step (size and mtime): another resumable,
+    another key."""
+    from resumable.core import policy
+    from resumable.runner import conclude, explain, fingerprint, inputs, session
 
     out = []
-    for module in (__file__, explain.__file__, fingerprint.__file__, inputs.__file__, session.__file__):
+    for module in (__file__, explain.__file__, fingerprint.__file__, inputs.__file__, session.__file__,
+                   policy.__file__, conclude.__file__):
         st = os.stat(module)
         out.append(f"{st.st_size}:{st.st_mtime_ns}")
     return ",".join(out)
@@ -103,11 +107,12 @@ def _stats(paths: Sequence[str]) -> list[int] | None:
 class Found:
     """A kept answer whose key matches this invocation's job and targets (not yet its files)."""
 
-    __slots__ = ("backend", "doc")
+    __slots__ = ("backend", "doc", "rest")
 
-    def __init__(self, backend: Backend, doc: dict[str, Any]) -> None:
+    def __init__(self, backend: Backend, doc: Mapping[str, Any], rest: list[bytes]) -> None:
         self.backend = backend
         self.doc = doc
+        self.rest = rest  # the ids, the paths and the stats, as ``_encode`` wrote them
 
     @property
     def name(self) -> str:
@@ -117,12 +122,25 @@ class Found:
         """Whether the run's files and every input and artifact are as they were."""
         if run_files(handle) != self.doc["run"]:
             return False
-        paths = self.doc["paths"]
-        return bool(_stats(paths.split("\n") if paths else []) == self.doc["stats"])
+        _ids, paths, stats = self.rest
+        now = _stats(paths.decode("utf-8", "surrogateescape").split("\0") if paths else [])
+        try:
+            return now == [int(x) for x in stats.split()]
+        except ValueError:
+            return False
 
     def ids(self) -> list[str]:
-        ids = self.doc["ids"]
-        return ids.split("\n") if ids else []
+        ids = self.rest[0].decode("utf-8", "surrogateescape")
+        return ids.split("\t") if ids else []
+
+
+def _encode(doc: Mapping[str, Any], ids: Sequence[str], paths: Sequence[str], stats: Sequence[int]) -> bytes:
+    """A small JSON line, then the ids (a step id has no tab), the paths (no path has a NUL) and the
+    stats, a line each: a large job's answer is read without decoding thousands of JSON values
+    (which would import orjson, tens of milliseconds, for a document this size)."""
+    return b"\n".join((jsonio.dumps(doc), "\t".join(ids).encode("utf-8", "surrogateescape"),
+                       "\0".join(paths).encode("utf-8", "surrogateescape"),
+                       " ".join(map(str, stats)).encode("ascii")))
 
 
 def eligible(opts: RunOptions) -> bool:
@@ -154,17 +172,20 @@ def find(opts: RunOptions) -> Found | None:
     except (ResumableError, OSError):
         return None  # the long way says what is wrong
     cache_name, job_key = jobcache.cache_key(resolved, data, opts.job)
+    doc: Any = None
+    rest: list[bytes] = []
     try:
         payload = backend.read_cache(_name(cache_name))
-        doc = jsonio.loads(payload) if payload is not None else None
+        if payload is not None and payload.count(b"\n") == 3:
+            head, *rest = payload.split(b"\n")
+            doc = jsonio.loads(head)
     except (OSError, ValueError):
         doc = None
     if not (isinstance(doc, dict) and doc.get("v") == FORMAT and doc.get("key") == _key(job_key, opts.targets)
-            and isinstance(doc.get("name"), str) and isinstance(doc.get("paths"), str)
-            and isinstance(doc.get("ids"), str)):
+            and isinstance(doc.get("name"), str)):
         backend.close()
         return None
-    return Found(backend, doc)
+    return Found(backend, doc, rest)
 
 
 def answer(found: Found, opts: RunOptions, launch: Mapping[str, Any] | None) -> int | None:
@@ -187,10 +208,10 @@ def answer(found: Found, opts: RunOptions, launch: Mapping[str, Any] | None) -> 
         sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
         return 0
     if not opts.quiet:
-        from resumable.runner.display import make_reporter, skip_summary
+        from resumable.runner.display import LiveReporter, make_reporter, skip_summary
 
         reporter = make_reporter(opts.quiet)
-        if reporter.__class__.__name__ == "PlainReporter":
+        if not isinstance(reporter, LiveReporter):  # plain lines: the skip summary is all it prints
             n = len(found.ids())
             if n:
                 print(escape_controls(skip_summary(n, n)), flush=True)
@@ -224,16 +245,15 @@ def keep(job: Job, work: Job, opts: RunOptions, backend: Backend, handle: RunHan
     if found is None:
         return
     paths, stats = found
-    if any("\n" in p for p in paths):
-        return  # the paths are stored one a line
+    if any("\n" in p or "\0" in p for p in paths):
+        return  # the paths are stored NUL-separated on one line
     run = run_files(handle)
     if run is None or run != before or not _settled(stats):
         return
     doc = {"v": FORMAT, "key": _key(job_key[1], opts.targets), "name": job.name, "run": run,
-           "paths": "\n".join(paths), "stats": stats, "ids": "\n".join(s.id for s in work.steps),
            "total": len(job.steps), "launch": launch, "summary": summary}
     try:
-        backend.write_cache(_name(job_key[0]), jsonio.dumps(doc))
+        backend.write_cache(_name(job_key[0]), _encode(doc, [s.id for s in work.steps], paths, stats))
     except (OSError, ValueError):
         pass  # a cache: the next re-run takes the long way
 

@@ -49,6 +49,10 @@ from resumable.runner.worker_attempt import (
 from resumable.runner.worker_recorder import MAX_IDLE, Ended, Recorder, Reply, Supply, key_of
 from resumable.runner.workqueue import ClaimLike, Sink, WorkQueue, is_queue
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resumable.store.backend import StepOutcome
+
 __all__ = ["DEFAULT_TTL", "Worker", "WorkerOptions", "install_signal_handlers", "is_queue"]
 
 DEFAULT_TTL = 30.0
@@ -344,9 +348,9 @@ class Worker:
     def _cannot_run(self, c: ClaimLike, reason: str) -> None:
         """A claim this worker cannot run: its attempt is recorded interrupted, with the reason."""
         at = self.wallclock()
-        result = {"status": "interrupted", "note": reason, "exit_code": None, "reason": reason, "log": None,
-                  "fields": {}, "attempt": {"n": c.n, "status": "interrupted", "finishedAt": stamp(at, ms=True),
-                                            "reason": reason}}
+        result: StepOutcome = {
+            "status": "interrupted", "note": reason, "exit_code": None, "reason": reason, "log": None, "fields": {},
+            "attempt": {"n": c.n, "status": "interrupted", "finishedAt": stamp(at, ms=True), "reason": reason}}
         self.awaiting += 1
         self._post(started=[(c, at)], ended=[Ended(c, result, RetryPolicy())])
 

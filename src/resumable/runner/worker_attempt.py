@@ -18,6 +18,7 @@ from resumable.runner.workqueue import ClaimLike
 
 if TYPE_CHECKING:
     from resumable.core.types import Fingerprint
+    from resumable.store.backend import StepOutcome
 
 LOG_LIMIT = 1 << 20  # bytes of an attempt's log stored with it (the end of the log: where errors are)
 
@@ -41,7 +42,7 @@ class Running:
 @dataclass
 class Outcome:
     run: Running
-    result: dict[str, Any]
+    result: StepOutcome
     duration: float
     exit_code: int
     policy: RetryPolicy  # the step's retries: applied by the store with ``core.policy``
@@ -73,7 +74,7 @@ def outcome_of(a: Running, code: int, now: float, wall: float, host: str, worker
     else:
         fields = {"lastExitCode": exit_code, "log": log_file}
     note = reason or ("" if status == "done" else f"{status} (exit {exit_code})")
-    result = {"status": status, "note": note, "attempt": attempt, "fields": fields, "exit_code": exit_code,
+    result: StepOutcome = {"status": status, "note": note, "attempt": attempt, "fields": fields, "exit_code": exit_code,
               "reason": reason or None, "log": read_log(log_file)}
     return Outcome(a, result, duration, exit_code, RetryPolicy(step.retries, step.backoff, step.jitter))
 

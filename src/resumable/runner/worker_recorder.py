@@ -26,11 +26,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resumable.core.policy import RetryPolicy
 from resumable.errors import ResumableError, StoreError
 from resumable.runner.workqueue import ClaimLike, ListenerLike, WorkQueue
+
+if TYPE_CHECKING:
+    from resumable.store.backend import StepOutcome
 
 MAX_IDLE = 30.0  # look again at least this often without a notification (one lost with a connection)
 # What was posted waits this long for more to record with it, unless it is needed at once (a slot
@@ -49,7 +52,7 @@ class Ended:
     """An attempt's outcome to record; ``token`` is the main thread's own record of it."""
 
     claim: ClaimLike
-    result: dict[str, Any]
+    result: StepOutcome
     policy: RetryPolicy
     token: object = None
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
     from resumable.core.policy import RetryPolicy, Settled
-    from resumable.core.types import Launch, Unit
+    from resumable.core.types import Attempt, AttemptState, Launch, Unit
 
     Picked = TypeVar("Picked")  # what a digest keeps of each unit (``UnitDigest``)
 
@@ -334,6 +334,18 @@ class Submitted(TypedDict):
     run_steps: list[str]  # the steps that run, sorted
     skip: int  # how many steps are skipped
     concluded: bool  # nothing left to run: the run was finalized at once
+
+
+class StepOutcome(TypedDict):
+    """What a worker's attempt did, for ``WorkQueue.complete`` to record (``runner.worker_attempt``)."""
+
+    status: AttemptState
+    note: str
+    attempt: Attempt
+    fields: dict[str, object]  # the unit's, as the local runner records them
+    exit_code: int | None  # None: it never ran
+    reason: str | None  # why it failed although it exited 0
+    log: bytes | None  # the end of its log, stored with the attempt
 
 
 class ClaimLike(Protocol):

@@ -61,11 +61,12 @@ class SnapshotView:
         if self.refreshes == 0:
             sweep_temps(files.dir, files.stem)
         self.refreshes += 1
-        # orjson for big documents, and for any process that refreshes more than once (the runner,
+        # orjson for big documents (by the last snapshot or by the units now: the first refresh after
+        # a large plan was recorded), and for any process that refreshes more than once (the runner,
         # a long-lived API user): its import costs once what the standard library's pure-Python
         # indenting encoder costs on every refresh. A one-shot CLI call on a small run keeps the
         # cheap import. A big document is written in pieces as it is encoded, never held whole.
-        fast = state.snap_size > jsonio.BIG or self.refreshes > 1
+        fast = max(state.snap_size, estimated_bytes(state.doc)) > jsonio.BIG or self.refreshes > 1
         try:
             data = snapshot.stream(state.doc, state.seq, state.offset, big=fast)
             # No directory fsync once a journal exists: the journal already holds this state

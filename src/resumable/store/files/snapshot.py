@@ -16,7 +16,7 @@ from resumable.core import jsonio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
     from typing import Any, Final, TypeGuard
 
     from resumable.core.types import RunDocument as Doc
@@ -187,7 +187,7 @@ _WS = b" \t\r\n"
 _SHARED_KEYS: Final = ("status", "createdAt", "updatedAt", "startedAt", "finishedAt")
 
 
-def share_repeats(units: dict[str, Any]) -> None:
+def share_repeats(units: Mapping[str, Any]) -> None:
     """Make equal values of the usual repeating fields one string object, in place. Only a
     representation change: every value stays equal to what it was."""
     from sys import intern

@@ -227,7 +227,7 @@ def take(conn: Connection, batch: append.Batch, request: ClaimRequest, run_id: s
     kept = []
     for step, spec, attempt, epoch, needs, fingerprint, upstream_rows, reran in rows:
         known = dict(fingerprint or {})
-        made: dict[str, Any] = upstream_rows or {}
+        made: Mapping[str, Any] = upstream_rows or {}
         upstream = policy.upstream_digests(needs, made.get)
         if spec.get("cutoff"):
             why = _reruns(spec, known.get("fingerprint"), needs, upstream, list(reran or ()))
