@@ -4,11 +4,12 @@ hosts" through a latency proxy (1 ms each way); lock waits sampled from pg_stat_
 transition through the API costs against one local commit; how long after a worker's SIGKILL its
 steps are taken back.
 
-    python -m benchmarks.scaleout [--steps 2000] [--store URL] [--dir DIR] [--allow-tmpfs]
+    python -m benchmarks.scaleout [--steps 2000] [--store URL] [--dir DIR] [--allow-tmpfs] [--only remote]
 
 ``--store`` is an admin URL of the server (default ``RESUMABLE_TEST_PG``, else
 ``postgresql://root@127.0.0.1:5432/postgres``): a scratch database is created there and dropped.
-Everything else is written in a temporary directory.
+Everything else is written in a temporary directory. ``--only remote`` measures the remote
+workers alone (about 30 s), with the workers' own CPU per step and their transactions by kind.
 
 What is timed: workers are started first and wait for their run (``worker --wait``); each
 phase is timed from the end of the (first) submit, when its steps can be claimed, to the last
@@ -93,8 +94,12 @@ def children_cpu() -> float:
 
 
 def transactions(url: str) -> int:
-    (n,) = sql(url, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()")[0]
-    return int(n)
+    return sum(commits_and_rollbacks(url))
+
+
+def commits_and_rollbacks(url: str) -> tuple[int, int]:
+    (c, r) = sql(url, "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()")[0]
+    return int(c), int(r)
 
 
 class Phase:
@@ -290,6 +295,7 @@ def main() -> int:
     ap = parser(__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--store", default=ADMIN, help="an admin URL of the PostgreSQL server to measure on")
+    ap.add_argument("--only", choices=["remote"], help="measure only this case")
     args = ap.parse_args()
     n = args.steps
     name = f"rbench_{os.getpid()}_{secrets.token_hex(2)}"
@@ -302,6 +308,9 @@ def main() -> int:
             env["XDG_STATE_HOME"] = str(work / "state")
             pg_env = dict(env, RESUMABLE_STORE=url)
             print(f"{n} steps; cpus {os.cpu_count()}; load {_load()}; server {args.store}", flush=True)
+            if args.only == "remote":
+                results += remote_workers(url, work, env, n)
+                return _verdict(results)
             results += one_run_against_two(url, work, pg_env, n)
             results += one_worker_against_local(url, work, env, pg_env, n)
             results += remote_workers(url, work, env, n)
@@ -316,6 +325,10 @@ def main() -> int:
             results.append(("reclaim after SIGKILL", worst <= TTL + 1.0, f"{worst:.2f} s (floor {TTL + 1:g} s)"))
     finally:
         sql(args.store, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return _verdict(results)
+
+
+def _verdict(results: list[tuple[str, bool, str]]) -> int:
     print(f"load {_load()}")
     for what, ok, figure in results:
         print(f"{'PASS' if ok else 'FAIL'}  {what}: {figure}")
@@ -388,14 +401,38 @@ def remote_workers(url: str, work: Path, env: dict[str, str], n: int) -> list[tu
         far = proxy.url(url)
         rtt = round_trip(far)
         before = proxy.requests()
-        got, _ = workers(8, far, [job], work, dict(env, RESUMABLE_STORE=far), slots=4)
+        stats = work / "worker-stats.jsonl"
+        stats.unlink(missing_ok=True)
+        _, rollbacks0 = commits_and_rollbacks(url)
+        got, _ = workers(8, far, [job], work, dict(env, RESUMABLE_STORE=far, RESUMABLE_WORKER_STATS=str(stats)),
+                         slots=4)
         trips = proxy.requests() - before
+        rollbacks = commits_and_rollbacks(url)[1] - rollbacks0
     ideal = n * 0.1 / 32
     ratio = got.seconds / ideal
     print(f"  8 workers x -j 4 through the proxy ({rtt * 1e3:.1f} ms a round trip), {n} steps of"
           f" [\"sleep\", \"0.1\"]: {got.seconds:.2f} s ({ideal:.2f} s ideal); {got.costs()};"
           f" {trips / n:.1f} round trips/step", flush=True)
+    print(f"    rolled back {rollbacks / n:.2f} transactions/step; the workers themselves: {_worker_stats(stats, n)}",
+          flush=True)
     return [("remote workers against the ideal time", ratio <= 1.4, f"{ratio:.2f} x (floor 1.4)")]
+
+
+def _worker_stats(path: Path, n: int) -> str:
+    """The workers' own CPU per step (their steps left out) and their transactions per step by kind,
+    from the lines they append at exit (``RESUMABLE_WORKER_STATS``)."""
+    import json
+
+    try:
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except OSError:
+        return "no stats written"
+    total = {k: sum(float(r.get(k, 0)) for r in rows) for k in ("process_cpu", "main_cpu", "cpu", "records",
+                                                                   "claims", "beats", "outcomes")}
+    return (f"CPU {total['process_cpu'] / n * 1e3:.2f} ms/step (main thread {total['main_cpu'] / n * 1e3:.2f},"
+            f" recorder {total['cpu'] / n * 1e3:.2f}); per step {total['records'] / n:.2f} records"
+            f" ({total['outcomes'] / max(total['records'], 1):.1f} outcomes each), {total['claims'] / n:.2f} claims,"
+            f" {total['beats'] / n:.2f} beats")
 
 
 if __name__ == "__main__":

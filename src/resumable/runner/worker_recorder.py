@@ -39,6 +39,13 @@ MAX_IDLE = 30.0  # look again at least this often without a notification (one lo
 # What was posted waits this long for more to record with it, unless it is needed at once (a slot
 # waits for a claim, a failure holds its run back, the worker stops): fewer, larger transactions.
 LINGER = 0.01
+# ... and up to this long while the claims held beyond the slots last longer (at the rate steps
+# end, two transactions' time to spare) and every lease holds: a worker whose store is far away
+# commits once per several steps. Bounded, because a step's dependents (perhaps another worker's
+# next steps) are claimable only once its outcome is recorded, and the worker is not told which
+# steps have dependents: a dependent waits at most this much longer.
+GATHER = 0.1
+BATCH = 64  # outcomes that are sent at once, however long the claims last
 
 Key = tuple[str, str]
 
@@ -100,10 +107,15 @@ class Pace:
     def took(self, seconds: float) -> None:  # under the recorder's lock, as every use of the pace
         self.latency = seconds if not self.latency else 0.7 * self.latency + 0.3 * seconds
 
-    def cover(self) -> int:
-        """Claims that end within two transactions' time at the recent rate."""
-        rate = sum(n for _, n in self.ends) / self.WINDOW
-        return math.ceil(2.0 * rate * self.latency)
+    def rate(self) -> float:
+        """Steps ended per second, lately."""
+        return sum(n for _, n in self.ends) / self.WINDOW
+
+    def cover(self, jobs: int) -> int:
+        """Claims that end within two transactions' time at the recent rate, and within ``GATHER``
+        (up to one more per slot), so outcomes can wait for company while no slot waits."""
+        rate = self.rate()
+        return math.ceil(2.0 * rate * self.latency) + min(math.ceil(rate * GATHER), jobs)
 
 
 class Recorder:
@@ -240,15 +252,29 @@ class Recorder:
 
     def _due(self) -> float:
         """When what was posted is to be recorded (inf: nothing is): at once when a slot waits for
-        a claim, a failure holds its run's claims back or the worker stops; else ``LINGER`` after
-        the first of it was posted."""
+        a claim, a failure holds its run's claims back, the worker stops or ``BATCH`` outcomes
+        wait; else ``LINGER`` after the first of it was posted, or later while the claims held
+        ahead last (``GATHER`` at most, and well before a lease may run out)."""
         with self._lock:
             if not (self._starts or self._ended or self._unstarted):
                 return math.inf
-            if self._closing or len(self.held) < self.supply.jobs or any(
-                    e.result["status"] != "done" for e in self._ended):
+            if self._closing or not self._claiming or len(self.held) < self.supply.jobs or len(
+                    self._ended) >= BATCH or any(e.result["status"] != "done" for e in self._ended):
                 return 0.0
-            return self._since + LINGER
+            soon = self._since + LINGER
+            rate, spare = self.pace.rate(), len(self.held) - self.supply.jobs
+            lasts = self.clock() + spare / rate if rate > 0 else math.inf
+            lease = self._lease_due()
+            if lease <= soon:
+                return lease
+            return max(soon, min(self._since + GATHER, lasts - 2.0 * self.pace.latency, lease))
+
+    def _lease_due(self) -> float:
+        """When the outcomes and starts posted must be sent for their leases to surely hold when
+        the transaction lands (under the lock)."""
+        keys = [key_of(e.claim) for e in self._ended] + [key_of(c) for c, _ in self._starts]
+        margin = 2.0 * self.pace.latency + 0.5
+        return min((self._valid.get(k, 0.0) for k in keys), default=math.inf) - margin
 
     def _posted(self) -> bool:
         with self._lock:
@@ -258,7 +284,7 @@ class Recorder:
         """(claims for free slots, claims ahead of them) the worker would take now."""
         with self._lock:  # the main thread counts outcomes into the pace as it posts them
             held = len(self.held)
-            cover = self.pace.cover()
+            cover = self.pace.cover(self.supply.jobs)
         want = self.supply.ahead
         if want is None:
             want = min(max(cover, self.supply.jobs), self.supply.most)

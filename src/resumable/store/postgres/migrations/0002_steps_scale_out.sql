@@ -13,7 +13,7 @@
 -- in the order of its id, into resumable_events with the run's next numbers. Events of one step are
 -- ordered by its row lock (a later transaction on the step inserts after the earlier committed), so
 -- their ids, and so their numbers, follow the order they happened in. Workers number their run's
--- events at most every 0.2 s and when the run ends; every write through a handle numbers them
+-- events at most every append.NUMBER_EVERY (1 s) and when the run ends; every write through a handle numbers them
 -- first; `log` numbers them before it reads; the document is read with the pending events after
 -- the numbered ones. A reader has seen event N only once every event before it is numbered, so it
 -- never skips one. Chosen over numbering each transaction's events in its own last statement
