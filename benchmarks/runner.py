@@ -119,14 +119,23 @@ def measure(work: Path, n: int, repeat: int, with_doit: bool) -> Size:
     write_job(work, n)
     env = dict(os.environ, RESUMABLE_DIR=str(work / "runs"))
     out, runs = work / "out", work / "runs"
+    aside = work / f"aside{n}"
+    aside.mkdir()
+
+    def move_aside(path: Path) -> None:
+        # Never deleted before the benchmark ends: deleting thousands of files makes the next
+        # creations many times dearer for minutes (ext4 without a journal here), which would charge
+        # the measured command for the cleanup of the one before (see benchmarks.runner_cpu).
+        if path.exists():
+            path.rename(aside / f"{path.name}{len(list(aside.iterdir()))}")
 
     def fresh_out() -> None:
-        shutil.rmtree(out, ignore_errors=True)
+        move_aside(out)
         out.mkdir()
 
     def fresh_all() -> None:
         fresh_out()
-        shutil.rmtree(runs, ignore_errors=True)
+        move_aside(runs)
         for db in work.glob(".doit.db*"):
             db.unlink()
 

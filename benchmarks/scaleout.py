@@ -11,9 +11,9 @@ steps are taken back.
 Everything else is written in a temporary directory.
 
 What is timed: workers are started first and wait for their run (``worker --wait``); each
-phase is timed from the run's creation (the submit's transaction, in the server's clock) to the
-last worker's exit, so the workers' interpreter start-up is left out and their work, the run's
-conclusion and their exit are in. The local runner's time leaves out its interpreter's start-up
+phase is timed from the end of the (first) submit, when its steps can be claimed, to the last
+worker's exit, so the workers' interpreter start-up and the submit are left out and their work,
+the run's conclusion and their exit are in. The local runner's time leaves out its interpreter's start-up
 and the job file's reading (a process doing only that, timed alike). Each phase also prints the
 CPU per step of the processes it started (workers or the local runner, their steps included), of
 the server's backends for the scratch database (read from /proc: the server on this host), and
@@ -121,9 +121,10 @@ class Phase:
 def workers(n: int, url: str, jobs: list[Path], cwd: Path, env: dict[str, str], *,
             slots: int = 2) -> tuple[Phase, list[int]]:
     """``n`` workers split evenly over the runs of ``jobs``: started first, each waiting for its
-    run (``--wait``), then the runs are submitted. Timed from the first run's creation, in the
-    server's clock (the submit's transaction included), to the last worker's exit: the workers'
-    interpreter start-up is not timed, their work and their exit are. Also the lock waiters per sample."""
+    run (``--wait``), then the runs are submitted, one after the other. Timed from the end of the
+    first submit (its steps are claimable) to the last worker's exit: the workers' interpreter
+    start-up is not timed, their work, the runs' conclusion and their exit are (and the later
+    submits, which go on meanwhile). Also the lock waiters per sample."""
     clean(url)
     names = [job.stem for job in jobs]
     cpu0 = children_cpu()
@@ -138,23 +139,24 @@ def workers(n: int, url: str, jobs: list[Path], cwd: Path, env: dict[str, str], 
         time.sleep(0.05)
     sampler = LockSampler(url)
     txns0 = transactions(url)
+    start = 0.0
     for job in jobs:
         run([*RESUMABLE, "submit", str(job), "-q"], cwd, env)
+        start = start or time.perf_counter()
     for p in procs:
         _, err = p.communicate()
         if p.returncode != 0:
             sys.exit(f"benchmark: a worker failed ({p.returncode}): {err[-500:]}")
-    end = time.time()
+    end = time.perf_counter()
     waits, server = sampler.stop()
     txns = transactions(url) - txns0 - sampler.queries
     cpu = children_cpu() - cpu0
     (claims,) = sql(url, "SELECT count(*) FROM resumable_attempts")[0]
-    (start,) = sql(url, "SELECT extract(epoch FROM min(created_at)) FROM resumable_runs")[0]
     for name in names:
         (status,) = sql(url, "SELECT status FROM resumable_runs WHERE id = %s AND archived_at IS NULL", (name,))[0]
         if status != "done":
             sys.exit(f"benchmark: run {name} ended {status}")
-    return Phase(int(claims), end - float(start), cpu, server, txns), waits
+    return Phase(int(claims), end - start, cpu, server, txns), waits
 
 
 def waiting_workers(url: str) -> int:
@@ -186,8 +188,14 @@ class LockSampler:
     def _run(self) -> None:
         import psycopg
 
+        try:
+            self._sample(psycopg.connect(self.url, autocommit=True))
+        except psycopg.Error:
+            self.readable = False  # the database went away (the benchmark is ending)
+
+    def _sample(self, conn: Any) -> None:
         tick = os.sysconf("SC_CLK_TCK")
-        with psycopg.connect(self.url, autocommit=True) as conn:
+        with conn:
             while not self._stop.wait(0.05):
                 rows = conn.execute(
                     "SELECT pid, wait_event_type = 'Lock' FROM pg_stat_activity WHERE datname = current_database()"
@@ -199,6 +207,8 @@ class LockSampler:
                         with open(f"/proc/{pid}/stat") as f:
                             fields = f.read().rsplit(")", 1)[1].split()
                         self.cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+                    except FileNotFoundError:
+                        pass  # the backend ended since the query: its CPU until the last sample is kept
                     except (OSError, IndexError, ValueError):
                         self.readable = False
 

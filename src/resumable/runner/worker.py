@@ -29,7 +29,7 @@ import os
 import select
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from resumable.core.policy import RetryPolicy
@@ -99,6 +99,7 @@ class Worker:
         self.blocked: dict[str, int] = {}  # runs with a failure not recorded yet: nothing of them starts
         self.awaiting = 0  # outcomes handed to the recorder, not recorded yet
         self.ended = False
+        self._outbox: tuple[list[tuple[ClaimLike, float]], list[Ended], list[ClaimLike]] = ([], [], [])
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         supply = Supply(self.jobs, self.opts.ahead, self.opts.ttl, self.opts.runs, max(AHEAD_MAX, self.jobs))
         self.recorder = Recorder(self.queue, self.info, supply, self._log_path, self._poke, self.clock)
@@ -204,6 +205,7 @@ class Worker:
             self._drain(now)
             self._hear(now)
             self._fill()
+            self._flush()
             if not (self.running or self.draining or self.awaiting or self.queued):
                 if self.stopping:
                     return 130
@@ -263,7 +265,7 @@ class Worker:
         """Claims not started go back to the store, unstarted: no attempt is recorded."""
         for c in claims:
             self.queued.remove(c)
-        self.recorder.post(unstarted=claims)
+        self._post(unstarted=claims)
 
     def _fill(self) -> None:
         """Start held claims in the free slots: a run with a failure not recorded yet starts
@@ -279,7 +281,21 @@ class Worker:
             if c.run_id in self.blocked:
                 back.append(c)
                 self.queued.remove(c)
-        self.recorder.post(unstarted=back)
+        self._post(unstarted=back)
+
+    def _post(self, *, started: Sequence[tuple[ClaimLike, float]] = (), ended: Sequence[Ended] = (),
+              unstarted: Sequence[ClaimLike] = ()) -> None:
+        """For the recorder, handed over once per turn of the loop (``_flush``): what happened
+        together is recorded together."""
+        self._outbox[0].extend(started)
+        self._outbox[1].extend(ended)
+        self._outbox[2].extend(unstarted)
+
+    def _flush(self) -> None:
+        started, ended, unstarted = self._outbox
+        if started or ended or unstarted:
+            self._outbox = ([], [], [])
+            self.recorder.post(started=started, ended=ended, unstarted=unstarted)
 
     def _log_path(self, run_id: str, step_id: str, n: int) -> str:
         base = os.path.abspath(self.opts.logs_dir or os.path.join(self.queue.local_dir(), run_id, "logs"))
@@ -321,7 +337,7 @@ class Worker:
             handle = self.spawner(step.argv, step.cwd, env, log)
         except OSError as exc:
             handle = FailedSpawn(f"resumable: cannot start step {step.id!r}: {exc}\n", log)
-        self.recorder.post(started=[(c, wall)])
+        self._post(started=[(c, wall)])
         if differs:
             self.sink.warn(f"{c.run_id}/{step.id}: on this host ({self.info.host}) {', '.join(differs)} since the"
                            " job was submitted; running it as it is here")
@@ -336,7 +352,7 @@ class Worker:
             "status": "interrupted", "note": reason, "exit_code": None, "reason": reason, "log": None, "fields": {},
             "attempt": {"n": c.n, "status": "interrupted", "finishedAt": stamp(at, ms=True), "reason": reason}}
         self.awaiting += 1
-        self.recorder.post(started=[(c, at)], ended=[Ended(c, result, RetryPolicy())])
+        self._post(started=[(c, at)], ended=[Ended(c, result, RetryPolicy())])
 
     def _reap(self, now: float) -> None:
         """Enforce timeouts; hand the outcomes of the steps that ended to the recorder. A failure
@@ -361,7 +377,7 @@ class Worker:
             back = [c for c in self.queued if c.run_id in self.blocked]
             for c in back:
                 self.queued.remove(c)
-            self.recorder.post(ended=ended, unstarted=back)
+            self._post(ended=ended, unstarted=back)
 
     def _drain(self, now: float) -> None:
         """Stop what steps left behind."""

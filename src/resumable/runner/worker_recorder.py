@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from resumable.store.backend import StepOutcome
 
 MAX_IDLE = 30.0  # look again at least this often without a notification (one lost with a connection)
+# What was posted waits this long for more to record with it, unless it is needed at once (a slot
+# waits for a claim, a failure holds its run back, the worker stops): fewer, larger transactions.
+LINGER = 0.01
 
 Key = tuple[str, str]
 
@@ -94,7 +97,7 @@ class Pace:
         while self.ends and self.ends[0][0] < now - self.WINDOW:
             self.ends.popleft()
 
-    def took(self, seconds: float) -> None:
+    def took(self, seconds: float) -> None:  # under the recorder's lock, as every use of the pace
         self.latency = seconds if not self.latency else 0.7 * self.latency + 0.3 * seconds
 
     def cover(self) -> int:
@@ -123,6 +126,7 @@ class Recorder:
         self._valid: dict[Key, float] = {}  # until when each claim's lease surely holds (this clock)
         self._claiming = True
         self._closing = False
+        self._since = 0.0  # when what is posted began to gather
         self._said_ended = False
         self._warned: set[str] = set()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -141,6 +145,8 @@ class Recorder:
         if not (started or ended or unstarted):
             return
         with self._lock:
+            if not (self._starts or self._ended or self._unstarted):
+                self._since = self.clock()
             self._starts += started
             self._ended += ended
             self._unstarted += unstarted
@@ -202,14 +208,19 @@ class Recorder:
         next_beat = self.clock() + beat_every
         claim_at = self.clock()
         while True:
+            due = self._due()
             with self._lock:
-                starts, self._starts = self._starts, []
-                ended, self._ended = self._ended, []
-                unstarted, self._unstarted = self._unstarted, []
                 closing, claiming = self._closing, self._claiming and not self._closing
+                starts: list[tuple[ClaimLike, float]] = []
+                ended: list[Ended] = []
+                unstarted: list[ClaimLike] = []
+                if due <= self.clock():
+                    starts, self._starts = self._starts, []
+                    ended, self._ended = self._ended, []
+                    unstarted, self._unstarted = self._unstarted, []
             if starts or ended or unstarted:
                 self._record(starts, ended, unstarted, claiming)
-            elif closing:
+            elif closing and due == math.inf:
                 return
             now = self.clock()
             # What was posted meanwhile goes first: its transaction claims what is wanted.
@@ -221,10 +232,23 @@ class Recorder:
             elif not self.held:
                 next_beat = now + beat_every
             self._tidy()
-            wait = min(next_beat - now if self.held else MAX_IDLE, claim_at - now if claiming and any(self._wanted())
-                       else MAX_IDLE)
+            posted = self._due()  # what is posted claims for the worker when it is recorded
+            claims_due = claim_at if claiming and posted == math.inf and any(self._wanted()) else math.inf
+            wait = min(next_beat - now if self.held else MAX_IDLE, claims_due - now, posted - now, MAX_IDLE)
             if self._wait(listener, max(wait, 0.0)):
                 claim_at = min(claim_at, self.clock())
+
+    def _due(self) -> float:
+        """When what was posted is to be recorded (inf: nothing is): at once when a slot waits for
+        a claim, a failure holds its run's claims back or the worker stops; else ``LINGER`` after
+        the first of it was posted."""
+        with self._lock:
+            if not (self._starts or self._ended or self._unstarted):
+                return math.inf
+            if self._closing or len(self.held) < self.supply.jobs or any(
+                    e.result["status"] != "done" for e in self._ended):
+                return 0.0
+            return self._since + LINGER
 
     def _posted(self) -> bool:
         with self._lock:
@@ -232,11 +256,12 @@ class Recorder:
 
     def _wanted(self) -> tuple[int, int]:
         """(claims for free slots, claims ahead of them) the worker would take now."""
-        with self._lock:
+        with self._lock:  # the main thread counts outcomes into the pace as it posts them
             held = len(self.held)
+            cover = self.pace.cover()
         want = self.supply.ahead
         if want is None:
-            want = min(max(self.pace.cover(), self.supply.jobs), self.supply.most)
+            want = min(max(cover, self.supply.jobs), self.supply.most)
         slots = max(self.supply.jobs - held, 0)
         ahead = max(self.supply.jobs + want - held - slots, 0)
         return (slots, ahead) if slots or ahead else (0, 0)
@@ -263,7 +288,8 @@ class Recorder:
             except StoreError as exc:
                 self._not_recorded(run_starts, run_ended, run_back, exc)
                 continue
-            self.pace.took(self.clock() - sent)
+            with self._lock:
+                self.pace.took(self.clock() - sent)
             reply = Reply(settled=[(e, s is not None, s.retry_in if s is not None else None)
                                    for e, s in zip(run_ended, got.settled, strict=True)],
                           lost=list(got.lost), stopping=[run_id] if got.stopping else [])
@@ -371,8 +397,11 @@ class Recorder:
             self._reply(Reply(lost=list(lost)))
 
     def _tidy(self) -> None:
+        t0 = time.perf_counter()
         try:
             self.queue.tidy()
+            took = time.perf_counter() - t0
+            self.stats["tidy_max"] = max(self.stats.get("tidy_max", 0.0), took)
         except StoreError as exc:
             reply = Reply()
             self._warn_once(reply, f"cannot conclude or number a run's events: {exc}; trying again at the next"
@@ -400,9 +429,7 @@ class Recorder:
             poller.register(lfd, select.POLLIN | select.POLLERR | select.POLLHUP)
         else:
             timeout = min(timeout, 1.0)  # the server is away: look again soon
-        if self._posted():
-            timeout = 0.0
-        poller.poll(timeout * 1000.0)
+        poller.poll(max(timeout, 0.0) * 1000.0)
         try:
             while os.read(self._wake_r, 64):
                 pass

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 # How often a worker numbers its run's pending events (and so how far behind `log` and `status
 # --watch` may be while the run goes on): the run's row is locked for a moment each time, and NOTIFY
 # takes a database-wide lock at commit, so neither happens at every transaction.
-NUMBER_EVERY = 0.2
+NUMBER_EVERY = 1.0
 _last_numbered: dict[int, float] = {}
 _written: dict[int, str] = {}  # runs this process appended events to (row key -> id)
 
@@ -57,9 +57,15 @@ class Batch:
             conn.execute(Q.notify, {"channel": WORK, "payload": self.run_id})
         if self.bodies:
             conn.execute(Q.append_events, {"pk": self.pk, "bodies": self.bodies, "tx": self.tx})
-            _written[self.pk] = self.run_id
+            wrote(self)
         if self.stop:
             conn.execute(Q.stop_run, {"pk": self.pk})
+
+
+def wrote(batch: Batch) -> None:
+    """This process appended the batch's events (numbered when it stops, if not before)."""
+    if batch.bodies:
+        _written[batch.pk] = batch.run_id
 
 
 def saved(conn: Connection, batch: Batch) -> bool:

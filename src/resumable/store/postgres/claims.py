@@ -214,11 +214,12 @@ def pick(rows: Sequence[tuple[Any, Sequence[Any]]], request: ClaimRequest,
 
 
 def take(conn: Connection, batch: append.Batch, request: ClaimRequest, run_id: str,
-         rows: Sequence[Sequence[Any]]) -> list[Claim]:
+         rows: Sequence[Sequence[Any]], *, send: bool = True) -> list[Claim]:
     """Claim the locked ready ``rows`` (step, spec, attempt, epoch, needs, fingerprint, upstream,
     reran). A done step submitted to wait for its needs (early cutoff) is decided first by
     ``core.policy``'s rule: kept done (its dependents one need closer), or invalidated and run. A
-    claim records no attempt: ``start`` does, once the worker has started the step."""
+    claim records no attempt: ``start`` does, once the worker has started the step. ``send``: the
+    claims are taken here (``take_steps``); else the caller's last statement takes them."""
     if not rows:
         return []
     worker = request.worker
@@ -242,7 +243,7 @@ def take(conn: Connection, batch: append.Batch, request: ClaimRequest, run_id: s
     if kept:
         conn.execute(Q.mark_done, {"pk": batch.pk, "steps": kept})
         batch.notify_work = True  # its dependents may be ready now: the next claim (any worker's) takes them
-    if claims:
+    if claims and send:
         conn.execute(Q.take_steps, {"pk": batch.pk, "worker": worker.id, "ttl": request.ttl,
                                     "steps": [c.step for c in claims], "epochs": [c.epoch for c in claims]})
     return claims

@@ -14,6 +14,7 @@ from resumable.store.postgres.queries import WORK, Q
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from resumable.store.postgres.db import Connection
     from resumable.store.postgres.place import Place
     from resumable.store.postgres.runstate import RunWriter
 
@@ -73,6 +74,14 @@ def _with_unselected(ends: dict[str, policy.StepEnd], units: Mapping[str, object
 def conclude_run(place: Place, run_id: str) -> bool:
     """After a worker's commit closed the run's last open step (or stopped it): conclude it under
     the run's lock, if it is still to be concluded (another worker may have done it first)."""
+    def look(conn: Connection) -> bool:
+        got = conn.execute(Q.run_over, {"pk": None, "run": run_id}).fetchone()
+        return bool(got and got[1])
+
+    # Looked at first, without the run's lock: the workers that saw the last steps end all come
+    # here, and a run another one concluded meanwhile is not read whole again under the lock.
+    if not place.read(look, what=f"look at run {run_id}", patience=0):
+        return False
     handle = place.handle(run_id)
 
     def body(w: RunWriter) -> bool:

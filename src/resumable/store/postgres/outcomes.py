@@ -21,7 +21,7 @@ from resumable.core import policy, verbs
 from resumable.core.stamps import stamp
 from resumable.store.postgres import append, claims
 from resumable.store.postgres.claims import Claim, ClaimRequest, Start, WorkerInfo, take
-from resumable.store.postgres.queries import Q
+from resumable.store.postgres.queries import WORK, Q
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -111,7 +111,8 @@ class Completion:
 
     def _ask(self) -> dict[str, Cursor[Any] | None]:
         """The first round trip: every statement whose answer the rest needs, in pipeline mode.
-        Starts come first (an outcome in the same transaction acts on the started attempt)."""
+        Starts come first (an outcome in the same transaction acts on the started attempt); the
+        run's view last (what is open once these outcomes and hand-backs are applied)."""
         conn, pk, work = self.conn, self.pk, self.work
         done = [(c, r) for c, r, _ in self.items if r["status"] == "done"]
         others = [c for c, r, _ in self.items if r["status"] != "done"]
@@ -124,12 +125,10 @@ class Completion:
                 "pk": pk, "steps": [c.step for c, _ in done], "epochs": [c.epoch for c, _ in done],
                 "fingerprints": [_fingerprint(r) for _, r in done]}) if done else None,
             "rows": conn.execute(Q.claimed_rows, {"pk": pk, "steps": [c.step for c in others]}) if others else None,
-            "run": conn.execute(Q.run_of, {"pk": pk}),
-            "open": conn.execute(Q.open_steps, {"pk": pk, "steps": [c.step for c, _, _ in self.items]}),
-            "failed": conn.execute(Q.failed_count, {"pk": pk}) if others else None,
             "ready": conn.execute(Q.ready_steps, {"pk": pk, "run": None, "limit": limit}) if limit > 0 else None,
-            "waiting": conn.execute(Q.first_waiting, {"pk": pk, "run": None, "bound": self.more.bound})
-            if self.more is not None and self.more.ahead else None,
+            "view": conn.execute(Q.run_view, {
+                "pk": pk, "steps": [c.step for c, _, _ in self.items], "failures": bool(others),
+                "bound": self.more.bound if self.more is not None and self.more.ahead else 0}),
         }
 
     def run(self) -> tuple[Recorded, bool]:
@@ -146,12 +145,10 @@ class Completion:
             else:
                 (matched if kind == "done" else freed).add(step)
         rows = {r[0]: r for r in (sent["rows"].fetchall() if sent["rows"] is not None else [])}
-        run = sent["run"].fetchone() if sent["run"] is not None else None
-        counts = sent["open"].fetchone() if sent["open"] is not None else None
-        others_open, others_running = (bool(counts[0]), bool(counts[1])) if counts else (True, True)
-        counted = sent["failed"].fetchone() if sent["failed"] is not None else None
         ready = sent["ready"].fetchall() if sent["ready"] is not None else []
-        view = claims.first_waiting(sent["waiting"])
+        run = sent["view"].fetchone() if sent["view"] is not None else None
+        others_open, others_running = (bool(run[4]), bool(run[5])) if run else (True, True)
+        view = (float(run[7]) if run and run[7] is not None else None), (int(run[8] or 0) if run else 0)
         stopping = bool(run[3]) if run else True
         rules = policy.JobRules.of(run[2] if run and isinstance(run[2], dict) else None)
 
@@ -173,32 +170,50 @@ class Completion:
                                       attempt=dict(result["attempt"]), fields=dict(result.get("fields") or {})))
         stop = stopping
         if failed_now:
-            stop = stop or rules.stops((int(counted[0]) if counted else 0) + len(failed_now))
+            failed_before = int(run[6] or 0) if run else 0
+            stop = stop or rules.stops(failed_before + len(failed_now))
             if rules.keep_going:
                 self._block(failed_now)
         self.batch.stop = stop and not stopping
-        self._attempts(finished, stale)
+        self._stale(stale)
         live = run is not None and run[1] == "running"
         taken = self._claim(others, rows, answers, ready, view) if live and not stop else []
+        # Nothing of the run open once this commits: every other step finished, and these close.
+        closing = all(a is not None and a.state != "pending" for a in answers.values()) and not taken
+        over = closing and live and (not others_open or (stop and not others_running))
         if released or freed - {c.step for c in taken} or any(
                 a is not None and a.state == "pending" for a in answers.values()):
             self.batch.notify_work = True  # steps claimable by others: wake an idle worker
-        self.batch.send(self.conn)
-        # Nothing of the run open once this commits: every other step finished, and these close
-        # (a concurrent last completion may see this one open: then an idle claim concludes it).
-        closing = all(a is not None and a.state != "pending" for a in answers.values()) and not taken
-        over = closing and live and (not others_open or (stop and not others_running))
+        elif closing and live and not over and others_running:
+            # The last steps may be ending at once on other workers, each seeing the others open:
+            # the workers are told, and the first to look after the last commit concludes the run.
+            self.batch.notify_work = True
+        self._write(finished, taken)
         return Recorded([answers.get(id(c)) for c, _, _ in self.items], taken, lost, stop or not live), over
+
+    def _write(self, finished: Sequence[tuple[Claim, Mapping[str, Any]]], taken: Sequence[Claim]) -> None:
+        """The last statement before the COMMIT (``write_outcomes``): claims, attempts, events, stop."""
+        batch = self.batch
+        self.conn.execute(Q.write_outcomes, {
+            "pk": self.pk, "worker": self.work.worker.id, "ttl": self.more.ttl if self.more is not None else 0.0,
+            "take": [c.step for c in taken], "take_epochs": [c.epoch for c in taken],
+            "steps": [c.step for c, _ in finished], "ns": [c.n for c, _ in finished],
+            "statuses": [r["status"] for _, r in finished], "exit_codes": [r.get("exit_code") for _, r in finished],
+            "reasons": [r.get("reason") for _, r in finished], "logs": [r.get("log") for _, r in finished],
+            "tx": batch.tx, "bodies": batch.bodies, "stop": batch.stop, "notify": batch.notify_work,
+            "channel": WORK, "run": batch.run_id})
+        append.wrote(batch)
 
     def _claim(self, others: Sequence[Item], rows: Mapping[str, Any], answers: Mapping[int, policy.Settled | None],
                ready: Sequence[Sequence[Any]], view: tuple[float | None, int]) -> list[Claim]:
         """The worker's next claims on the run: the ready steps and a retry due at once (ready
-        again, in the job's order among them, as the local runner starts it)."""
+        again, in the job's order among them, as the local runner starts it). Taken by ``_write``."""
         if self.more is None:
             return []
         again = [(rows[c.step][8], _claimable(rows[c.step])) for c, _, _ in others if _due_now(answers.get(id(c)))]
         candidates = [(r[9], tuple(r[1:9])) for r in ready] + again
-        return take(self.conn, self.batch, self.more, self.batch.run_id, claims.pick(candidates, self.more, view))
+        return take(self.conn, self.batch, self.more, self.batch.run_id, claims.pick(candidates, self.more, view),
+                    send=False)
 
     def _settle(self, others: Sequence[Item], rows: Mapping[str, Any], stopping: bool,
                 answers: dict[int, policy.Settled | None], finished: list[tuple[Claim, Mapping[str, Any]]],
@@ -247,14 +262,8 @@ class Completion:
             self.conn.execute(Q.settle_steps, {"pk": self.pk, "steps": blocked, "failures": none, "delays": none,
                                                "states": ["dep_blocked"] * len(blocked)})
 
-    def _attempts(self, finished: Sequence[tuple[Claim, Mapping[str, Any]]],
-                  stale: Sequence[tuple[Claim, Mapping[str, Any], Any]]) -> None:
-        """Every attempt kept: the recorded ones finished, the stale ones with what they said."""
-        if finished:
-            self.conn.execute(Q.finish_attempts, {
-                "pk": self.pk, "steps": [c.step for c, _ in finished], "ns": [c.n for c, _ in finished],
-                "statuses": [r["status"] for _, r in finished], "exit_codes": [r.get("exit_code") for _, r in finished],
-                "reasons": [r.get("reason") for _, r in finished], "logs": [r.get("log") for _, r in finished]})
+    def _stale(self, stale: Sequence[tuple[Claim, Mapping[str, Any], Any]]) -> None:
+        """Every attempt kept: the stale ones with what they said (the recorded ones: ``_write``)."""
         if stale:
             from psycopg.types.json import Jsonb
 

@@ -123,10 +123,6 @@ FROM resumable_steps
 WHERE run_pk = (SELECT pk FROM resumable_runs WHERE id = %(run)s AND archived_at IS NULL)
   AND (state = 'running' OR not_before IS NOT NULL);
 
--- run_of --
--- A live run's row: what a completion needs to know of it.
-SELECT pk, status, job, stopping FROM resumable_runs WHERE pk = %(pk)s;
-
 -- candidates --
 -- Runs with something to claim or to take back (an expired lease), oldest first.
 SELECT r.id FROM resumable_runs r
@@ -206,6 +202,57 @@ UNION ALL SELECT 'ready', step, NULL FROM released WHERE remaining = 0 AND state
 UNION ALL SELECT 'epoch', s.step, s.epoch FROM resumable_steps s
     WHERE s.run_pk = %(pk)s AND s.step = ANY(%(steps)s::text[]) AND s.step NOT IN (SELECT step FROM done);
 
+-- run_view --
+-- What a completion needs to know of its run, in one statement: its row (status, job, stopping);
+-- whether a step other than %(steps)s is open, and whether one runs; with %(failures)s, how many
+-- steps failed for good; with %(bound)s > 0, first_waiting's two answers (claiming ahead).
+SELECT r.pk, r.status, r.job, r.stopping,
+    EXISTS (SELECT 1 FROM resumable_steps WHERE run_pk = r.pk AND state IN ('pending', 'running')
+            AND NOT (step = ANY(%(steps)s::text[]))),
+    EXISTS (SELECT 1 FROM resumable_steps WHERE run_pk = r.pk AND state = 'running'
+            AND NOT (step = ANY(%(steps)s::text[]))),
+    CASE WHEN %(failures)s::boolean THEN
+        (SELECT count(*) FROM resumable_steps WHERE run_pk = r.pk AND state IN ('failed', 'timeout')) END,
+    CASE WHEN %(bound)s::integer > 0 THEN
+        (SELECT ord FROM resumable_steps
+         WHERE run_pk = r.pk AND state = 'pending' AND (remaining > 0 OR not_before IS NOT NULL)
+           AND (remaining > 0 OR not_before > now())
+         ORDER BY ord LIMIT 1) END,
+    CASE WHEN %(bound)s::integer > 0 THEN
+        (SELECT count(*) FROM (SELECT 1 FROM resumable_steps
+                               WHERE run_pk = r.pk AND state = 'pending' AND remaining = 0
+                                 AND (not_before IS NULL OR not_before <= now())
+                               LIMIT %(bound)s) AS ready) END
+FROM resumable_runs r WHERE r.pk = %(pk)s;
+
+-- write_outcomes --
+-- The rest of a completion, in one statement sent with its COMMIT: the claims taken (as
+-- take_steps), the attempts finished (as finish_attempts), the events (as append_events), the run
+-- stopped when the policy says so (stop_run: the run's row, touched last), and idle workers told
+-- when steps became claimable.
+WITH taken AS (
+    UPDATE resumable_steps s SET state = 'running', worker = %(worker)s, epoch = c.epoch, not_before = NULL,
+        lease_expires = now() + make_interval(secs => %(ttl)s)
+    FROM unnest(%(take)s::text[], %(take_epochs)s::bigint[]) AS c(step, epoch)
+    WHERE s.run_pk = %(pk)s AND s.step = c.step
+    RETURNING 1
+), finished AS (
+    UPDATE resumable_attempts a SET status = c.status, exit_code = c.exit_code, reason = c.reason,
+        finished_at = clock_timestamp(), log = c.log
+    FROM unnest(%(steps)s::text[], %(ns)s::integer[], %(statuses)s::text[], %(exit_codes)s::integer[],
+                %(reasons)b::text[], %(logs)b::bytea[]) AS c(step, n, status, exit_code, reason, log)
+    WHERE a.run_pk = %(pk)s AND a.step = c.step AND a.n = c.n
+    RETURNING 1
+), events AS (
+    INSERT INTO resumable_pending_events (run_pk, tx, body)
+    SELECT %(pk)s, %(tx)s, t.body FROM unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i) ORDER BY t.i
+    RETURNING 1
+), stopped AS (
+    UPDATE resumable_runs SET stopping = true WHERE pk = %(pk)s AND %(stop)s::boolean
+    RETURNING 1
+)
+SELECT CASE WHEN %(notify)s::boolean THEN pg_notify(%(channel)s, %(run)s) END;
+
 -- claimed_rows --
 -- The rows of steps whose outcome is not done, locked, to check each claim's fence (and to claim
 -- again a retry due at once: what its needs made, as ready_steps says it).
@@ -218,16 +265,6 @@ FROM resumable_steps s
 WHERE s.run_pk = %(pk)s AND s.step = ANY(%(steps)s::text[])
 ORDER BY s.ord
 FOR UPDATE OF s;
-
--- open_steps --
--- Whether a step of the run other than %(steps)s is open (pending or running), and whether one runs.
-SELECT EXISTS (SELECT 1 FROM resumable_steps WHERE run_pk = %(pk)s AND state IN ('pending', 'running')
-                   AND NOT (step = ANY(%(steps)s::text[]))),
-       EXISTS (SELECT 1 FROM resumable_steps WHERE run_pk = %(pk)s AND state = 'running'
-                   AND NOT (step = ANY(%(steps)s::text[])));
-
--- failed_count --
-SELECT count(*) FROM resumable_steps WHERE run_pk = %(pk)s AND state IN ('failed', 'timeout');
 
 -- downstream --
 -- The steps downstream of failed ones (a failure blocks them, keep-going), with their needs and
@@ -250,13 +287,6 @@ UPDATE resumable_steps s SET state = c.state, worker = NULL, lease_expires = NUL
 FROM unnest(%(steps)s::text[], %(states)s::text[], %(failures)s::integer[], %(delays)s::float8[])
     AS c(step, state, failures, delay)
 WHERE s.run_pk = %(pk)s AND s.step = c.step;
-
--- finish_attempts --
-UPDATE resumable_attempts a SET status = c.status, exit_code = c.exit_code, reason = c.reason,
-    finished_at = clock_timestamp(), log = c.log
-FROM unnest(%(steps)s::text[], %(ns)s::integer[], %(statuses)s::text[], %(exit_codes)s::integer[],
-            %(reasons)b::text[], %(logs)b::bytea[]) AS c(step, n, status, exit_code, reason, log)
-WHERE a.run_pk = %(pk)s AND a.step = c.step AND a.n = c.n;
 
 -- stale_attempts --
 -- Completions the fence refused: kept with their attempt, never applied to the run.
