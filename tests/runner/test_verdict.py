@@ -117,13 +117,9 @@ def test_a_write_to_the_run_or_another_launch_is_noticed(work: Path, monkeypatch
     assert doc(work, "vj")["launch"]["argv"] == ["resumable", "run", "-j", "2"]
 
 
-def test_no_answer_is_kept_for_a_glob_or_a_file_just_written(work: Path) -> None:
+def test_no_answer_is_kept_for_a_glob(work: Path) -> None:
     (work / "data").mkdir()
-    write(work / "data" / "a.csv", "1\n")  # just written: its mtime may not have settled
-    write(work / "resumable.toml", '[job]\nname = "vg"\n[steps.a]\nrun = "true"\ninputs = ["data/a.csv"]\n')
-    assert run_cli([]).exit_code == 0
-    assert run_cli([]).exit_code == 0
-    assert _kept(work) == []
+    write(work / "data" / "a.csv", "1\n")
     _age(work / "data" / "a.csv")
     write(work / "resumable.toml", '[job]\nname = "vg"\n[steps.a]\nrun = "true"\ninputs = ["data/*.csv"]\n')
     assert run_cli([]).exit_code == 0

@@ -123,8 +123,9 @@ def settle_memory() -> None:
 def _run(opts: RunOptions) -> int:
     from resumable.runner import verdict
 
+    changed: list[str] = []
     if verdict.eligible(opts):
-        code = kept_answer(opts)
+        code, changed = kept_answer(opts)
         if code is not None:
             return code
     job: Job | None = None
@@ -147,33 +148,34 @@ def _run(opts: RunOptions) -> int:
         handle = backend.open(name)
         work = selection(job, opts.targets)
         if opts.explain or opts.dry_run:
-            return preview(job, work, handle, opts, backend)
+            return preview(job, work, handle, opts, backend, changed)
         from resumable.store.backend import WorkQueue
 
         if isinstance(backend, WorkQueue):  # a store whose steps run on workers
             from resumable.runner.submission import run_job_on
             return run_job_on(job, backend, opts, work)
-        return execute(job, backend, handle, opts, work)
+        return execute(job, backend, handle, opts, work, changed)
     finally:
         backend.close()
 
 
-def kept_answer(opts: RunOptions) -> int | None:
+def kept_answer(opts: RunOptions) -> tuple[int | None, list[str]]:
     """A re-run (or --dry-run) with nothing to do, answered as the last one was when nothing it
-    depends on changed (``runner.verdict``); None: take the long way."""
+    depends on changed (``runner.verdict``): (the exit code, or None: take the long way; the
+    files whose content changed under the stat kept, which the long way must hash)."""
     from resumable.runner import verdict
 
     found = verdict.find(opts)
     if found is None:
-        return None
+        return None, []
     try:
         if opts.dry_run:
-            return verdict.answer(found, opts, None)
+            return verdict.answer(found, opts, None), found.changed
         lease = found.backend.lease(found.name)
         lease.acquire()  # refuses (exit 2) when another runner is live, as the long way does
         try:
             reap_leftovers(lease, warn=lambda text: print(f"warning: {text}", file=sys.stderr))
-            return verdict.answer(found, opts, launch_of(opts))
+            return verdict.answer(found, opts, launch_of(opts)), found.changed
         finally:
             lease.release()
     finally:
@@ -202,9 +204,11 @@ def selection(job: Job, targets: tuple[str, ...]) -> Job:
     return replace(job, steps=tuple(s for s in job.steps if s.id in keep))
 
 
-def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: Backend | None = None) -> int:
+def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: Backend | None = None,
+            changed: list[str] | None = None) -> int:
     """--dry-run and --explain: the decisions, printed; nothing executed or written (but the
-    answer of a dry run with nothing to do, kept for the next one: ``runner.verdict``)."""
+    answer of a dry run with nothing to do, kept for the next one: ``runner.verdict``).
+    ``changed``: files to hash rather than trust by their stat (``verdict.smudged``)."""
     from resumable.core.text import escape_controls
     from resumable.runner import verdict
 
@@ -214,7 +218,7 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: B
     assert isinstance(units, dict)
     if job.reconcile is not None:
         units = reconciled_view(job, doc, units)
-    decisions = explain.plan(work, units, force=opts.force)
+    decisions = explain.plan(work, verdict.smudged(work, units, changed or []), force=opts.force)
     if opts.explain:
         step = job.step(opts.explain).id
         d = decisions.get(step)
@@ -276,8 +280,10 @@ def reap_leftovers(lease: RunnerLease, warn: Any) -> None:
              f" (pids {', '.join(map(str, stopped[:10]))}{' …' if len(stopped) > 10 else ''})")
 
 
-def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, work: Job | None = None) -> int:
-    """Run ``work`` (the job's selected steps; default all of them) under the runner lease."""
+def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, work: Job | None = None,
+            changed: list[str] | None = None) -> int:
+    """Run ``work`` (the job's selected steps; default all of them) under the runner lease.
+    ``changed``: files to hash rather than trust by their stat (``verdict.smudged``)."""
     from resumable.runner.display import make_reporter
 
     work = work or job
@@ -301,7 +307,7 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, wor
             units = _units(writer.doc) or units
         if job.reconcile is not None and reconcile(job, writer, doc, reporter):
             units = _units(writer.doc) or units
-        decisions = explain.plan(work, units, force=opts.force)
+        decisions = explain.plan(work, verdict.smudged(work, units, changed or []), force=opts.force)
         marks = removal_marks(job, units)
         # Inputs touched with their content unchanged: their new stats are stored (not hashed again).
         refresh: list[Event] = [verbs.unit(sid, "done", fields={"fingerprint": d.refresh})
@@ -334,11 +340,15 @@ def execute(job: Job, backend: Backend, handle: RunHandle, opts: RunOptions, wor
         out = _schedule(work, writer, units, decisions, opts, reporter, lease, handle)
         code = conclude(job, writer, out, launch, reporter, quiet=opts.quiet,
                         selected={s.id for s in work.steps} if work is not job else None)
+        # Every step done: the next re-run's answer is kept now, from what this run holds.
+        end = verdict.ending(writer.store) if code == 0 and out.all_done and verdict.eligible(opts) else None
         try:
             # Large runs refresh the snapshot on a budget: leave it exact for `cat` and `jq`.
             writer.store.close()
         except (ResumableError, OSError):
-            pass
+            end = None
+        if end is not None:
+            verdict.keep_run(job, work, opts, backend, writer.store, end, launch)
         return code
     finally:
         lease.release()

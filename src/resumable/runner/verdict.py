@@ -17,9 +17,17 @@ The next re-run stats those files and, when every one is as it was, gives the sa
 make's cost (a stat per file), not a parse and a decode per step. Anything else, or any doubt,
 takes the long way, which is exact and may keep a new answer. An answer is kept only when it is
 certain to be the same the long way would give: every step skipped as ``done``, nothing to write,
-no glob or directory input (a new file could match), every file's stat the one its unit recorded
-and none modified in the last seconds (a file written again within the file system's timestamp
-granularity keeps its mtime); never for a job that reconciles with git (git answers, not files).
+no glob or directory input (a new file could match), every file's stat the one its unit recorded;
+never for a job that reconciles with git (git answers, not files).
+
+A run that ends with every step done keeps the answer too (``keep_run``), from the document and
+the fingerprints it holds, with the run's files as its last write left them: the first re-run
+after a run is answered so, not only the later ones. Its last steps' artifacts were written a
+moment ago, and a file written again within the file system's timestamp granularity keeps its
+size, mtime and inode. Such a file (modified within ``_RACY_NS`` of the answer) is kept with the
+content hash its unit recorded, as git keeps a "racily clean" index entry: the next re-run hashes
+those few files again and compares. A file whose hash differs is named to the long way
+(``smudged``), which then hashes it rather than trust its stat, and runs its step again.
 """
 
 from __future__ import annotations
@@ -38,11 +46,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from resumable.runner.explain import Decision
-    from resumable.runner.jobfile import Job
+    from resumable.runner.inputs import InputFile
+    from resumable.runner.jobfile import Job, Step
     from resumable.runner.options import RunOptions
     from resumable.store.backend import Backend, RunHandle
 
-FORMAT = 2
+FORMAT = 3
 _RACY_NS = 2_000_000_000  # as the fingerprint's: a file this recent may change within its mtime
 
 
@@ -107,12 +116,14 @@ def _stats(paths: Sequence[str]) -> list[int] | None:
 class Found:
     """A kept answer whose key matches this invocation's job and targets (not yet its files)."""
 
-    __slots__ = ("backend", "doc", "rest")
+    __slots__ = ("backend", "changed", "doc", "rest")
 
     def __init__(self, backend: Backend, doc: Mapping[str, Any], rest: list[bytes]) -> None:
         self.backend = backend
         self.doc = doc
-        self.rest = rest  # the ids, the paths and the stats, as ``_encode`` wrote them
+        self.rest = rest  # the ids, the paths, the stats and the racy files' hashes (``_encode``)
+        # Files whose stat is the one kept but whose content is not: the long way must hash them.
+        self.changed: list[str] = []
 
     @property
     def name(self) -> str:
@@ -120,27 +131,78 @@ class Found:
 
     def current(self, handle: RunHandle) -> bool:
         """Whether the run's files and every input and artifact are as they were."""
-        if run_files(handle) != self.doc["run"]:
-            return False
-        _ids, paths, stats = self.rest
-        now = _stats(paths.decode("utf-8", "surrogateescape").split("\0") if paths else [])
+        _ids, paths, stats, racy = self.rest
+        names = paths.decode("utf-8", "surrogateescape").split("\0") if paths else []
+        now = _stats(names)
         try:
-            return now == [int(x) for x in stats.split()]
-        except ValueError:
+            was = [int(x) for x in stats.split()]
+            hashes = [(int(i), sha.decode("ascii")) for i, _, sha in (x.partition(b":") for x in racy.split())]
+        except (ValueError, UnicodeDecodeError):
             return False
+        if now is None or len(now) != len(was):
+            return False
+        # Checked whatever else changed: a file edited within its mtime tick is seen only here.
+        for i, sha in hashes:
+            if 0 <= i < len(names) and now[3 * i:3 * i + 3] == was[3 * i:3 * i + 3] \
+                    and _sha256_file(names[i]) != sha:
+                self.changed.append(names[i])
+        return not self.changed and now == was and run_files(handle) == self.doc["run"]
 
     def ids(self) -> list[str]:
         ids = self.rest[0].decode("utf-8", "surrogateescape")
         return ids.split("\t") if ids else []
 
 
-def _encode(doc: Mapping[str, Any], ids: Sequence[str], paths: Sequence[str], stats: Sequence[int]) -> bytes:
-    """A small JSON line, then the ids (a step id has no tab), the paths (no path has a NUL) and the
-    stats, a line each: a large job's answer is read without decoding thousands of JSON values
-    (which would import orjson, tens of milliseconds, for a document this size)."""
+def _sha256_file(path: str) -> str | None:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+class Files:
+    """The input and artifact files an answer rests on: their paths, their (size, mtime_ns, inode)
+    flat, and the content hash each one's unit recorded."""
+
+    __slots__ = ("paths", "shas", "stats")
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.stats: list[int] = []
+        self.shas: list[str | None] = []
+
+    def add(self, path: str, st: os.stat_result, sha: str | None) -> None:
+        self.paths.append(path)
+        self.stats += (st.st_size, st.st_mtime_ns, st.st_ino)
+        self.shas.append(sha)
+
+    def racy(self) -> list[str] | None:
+        """``index:sha256`` of every file modified in the last moments (``_RACY_NS``): a write
+        within its mtime tick would leave its stat as it is, so its content is compared too; None
+        when such a file has no recorded hash (the answer is not kept)."""
+        now = time.time_ns()
+        out = []
+        for i, m in enumerate(self.stats[1::3]):
+            if now - m <= _RACY_NS:
+                sha = self.shas[i]
+                if not isinstance(sha, str) or not sha.isalnum():
+                    return None
+                out.append(f"{i}:{sha}")
+        return out
+
+
+def _encode(doc: Mapping[str, Any], ids: Sequence[str], files: Files, racy: Sequence[str]) -> bytes:
+    """A small JSON line, then the ids (a step id has no tab), the paths (no path has a NUL), the
+    stats and the racy files' hashes, a line each: a large job's answer is read without decoding
+    thousands of JSON values (which would import orjson, tens of milliseconds, for a document
+    this size)."""
     return b"\n".join((jsonio.dumps(doc), "\t".join(ids).encode("utf-8", "surrogateescape"),
-                       "\0".join(paths).encode("utf-8", "surrogateescape"),
-                       " ".join(map(str, stats)).encode("ascii")))
+                       "\0".join(files.paths).encode("utf-8", "surrogateescape"),
+                       " ".join(map(str, files.stats)).encode("ascii"), " ".join(racy).encode("ascii")))
 
 
 def eligible(opts: RunOptions) -> bool:
@@ -176,7 +238,7 @@ def find(opts: RunOptions) -> Found | None:
     rest: list[bytes] = []
     try:
         payload = backend.read_cache(_name(cache_name))
-        if payload is not None and payload.count(b"\n") == 3:
+        if payload is not None and payload.count(b"\n") == 4:
             head, *rest = payload.split(b"\n")
             doc = jsonio.loads(head)
     except (OSError, ValueError):
@@ -236,46 +298,48 @@ def keep(job: Job, work: Job, opts: RunOptions, backend: Backend, handle: RunHan
     run's files (``run_files``) before its document was loaded: a write since (a unit verb takes
     no runner lease) leaves the answer unkept. ``launch`` and ``summary``: a run that had nothing
     to do (else a --dry-run, which answers only dry runs)."""
+    if not _may_keep(job, opts):
+        return
+    files = _files(work, units, decisions)
+    if files is None:
+        return
+    run = run_files(handle)
+    if run is None or run != before:
+        return
+    _write(job, work, opts, backend, run, files, launch, summary)
+
+
+def _may_keep(job: Job, opts: RunOptions) -> bool:
+    from resumable.runner import jobcache
+
+    return jobcache.last_key() is not None and job.reconcile is None and eligible(opts)
+
+
+def _write(job: Job, work: Job, opts: RunOptions, backend: Backend, run: list[int], files: Files,
+           launch: Mapping[str, Any] | None, summary: str | None) -> None:
     from resumable.runner import jobcache
 
     job_key = jobcache.last_key()
-    if job_key is None or job.reconcile is not None or not eligible(opts):
-        return
-    found = _files(work, units, decisions)
-    if found is None:
-        return
-    paths, stats = found
-    if any("\n" in p or "\0" in p for p in paths):
+    racy = files.racy()
+    if job_key is None or racy is None or any("\n" in p or "\0" in p for p in files.paths):
         return  # the paths are stored NUL-separated on one line
-    run = run_files(handle)
-    if run is None or run != before or not _settled(stats):
-        return
     doc = {"v": FORMAT, "key": _key(job_key[1], opts.targets), "name": job.name, "run": run,
            "total": len(job.steps), "launch": launch, "summary": summary}
     try:
-        backend.write_cache(_name(job_key[0]), _encode(doc, [s.id for s in work.steps], paths, stats))
+        backend.write_cache(_name(job_key[0]), _encode(doc, [s.id for s in work.steps], files, racy))
     except (OSError, ValueError):
         pass  # a cache: the next re-run takes the long way
 
 
-def _settled(stats: Sequence[int]) -> bool:
-    """No file modified in the last seconds (see ``_RACY_NS``)."""
-    now = time.time_ns()
-    return all(now - m > _RACY_NS for m in stats[1::3])
-
-
-def _files(work: Job, units: Mapping[str, Any], decisions: Mapping[str, Decision]
-           ) -> tuple[list[str], list[int]] | None:
-    """(every input and artifact path the decisions rest on, their (size, mtime_ns, inode) flat as
-    the decisions saw them, each the one its unit recorded); None when the answer is not one to
-    keep. Stats taken afterwards would vouch for a file that changed since it was decided."""
-    from resumable.runner.fingerprint import resolve, same_stat
-    from resumable.runner.inputs import is_glob
+def _files(work: Job, units: Mapping[str, Any], decisions: Mapping[str, Decision]) -> Files | None:
+    """Every input and artifact file the decisions rest on, their stats as the decisions saw them,
+    each the one its unit recorded; None when the answer is not one to keep. Stats taken
+    afterwards would vouch for a file that changed since it was decided."""
+    from resumable.runner.fingerprint import record_sha, resolve, same_stat
 
     if len(decisions) != len(work.steps):
         return None
-    paths: list[str] = []
-    stats: list[int] = []
+    out = Files()
     for d in decisions.values():
         if d.run or d.reason != "done" or d.refresh is not None:
             return None
@@ -285,17 +349,8 @@ def _files(work: Job, units: Mapping[str, Any], decisions: Mapping[str, Decision
         unit = units.get(step.id)
         if not isinstance(unit, dict):
             return None
-        if step.inputs:
-            files = work.input_files.get(step.id, ())
-            stored = (unit.get("fingerprint") or {}).get("inputs")
-            if len(files) != len(step.inputs) or not isinstance(stored, dict):
-                return None
-            for pattern, f in zip(step.inputs, files, strict=True):
-                if is_glob(pattern) or f.name != pattern or not same_stat(stored.get(f.name), f.st) \
-                        or f.st.st_mode & 0o170000 != 0o100000:
-                    return None  # a glob or a directory, or a file that changed since its record
-                paths.append(f.path)
-                stats += (f.st.st_size, f.st.st_mtime_ns, f.st.st_ino)
+        if step.inputs and not _inputs(step, work.input_files.get(step.id, ()), unit, out):
+            return None
         for a in step.artifacts:
             path = resolve(step, a)
             record = (unit.get("artifacts") or {}).get(a)
@@ -305,6 +360,167 @@ def _files(work: Job, units: Mapping[str, Any], decisions: Mapping[str, Decision
                 return None
             if not same_stat(record, st):
                 return None
-            paths.append(path)
-            stats += (st.st_size, st.st_mtime_ns, st.st_ino)
-    return paths, stats
+            out.add(path, st, record_sha(record))
+    return out
+
+
+def _inputs(step: Step, files: Sequence[InputFile], unit: Mapping[str, Any], out: Files) -> bool:
+    """Add the step's input files to ``out``: False when one is a glob or a directory, or a file
+    that is not the one its unit recorded."""
+    from resumable.runner.fingerprint import record_sha, same_stat
+    from resumable.runner.inputs import is_glob
+
+    stored = (unit.get("fingerprint") or {}).get("inputs")
+    if len(files) != len(step.inputs) or not isinstance(stored, dict):
+        return False
+    for pattern, f in zip(step.inputs, files, strict=True):
+        record = stored.get(f.name)
+        if is_glob(pattern) or f.name != pattern or not same_stat(record, f.st) \
+                or f.st.st_mode & 0o170000 != 0o100000:
+            return False  # a glob or a directory, or a file that changed since its record
+        out.add(f.path, f.st, record_sha(record))
+    return True
+
+
+# --- the answer of a run that ended with every step done ------------------------------------------
+
+
+class Ending:
+    """What the run's writer held after its last write: its document, and the journal and snapshot
+    that write left (a write by anyone since shows in their stats)."""
+
+    __slots__ = ("doc", "journal", "snapshot")
+
+    def __init__(self, doc: Mapping[str, Any], journal: tuple[int, int], snapshot: tuple[int, int, int]) -> None:
+        self.doc = doc
+        self.journal = journal  # (inode, size)
+        self.snapshot = snapshot  # (inode, size, mtime_ns)
+
+
+def ending(store: RunHandle) -> Ending | None:
+    """Flush the snapshot, then what the writer holds; None for a store that is not a runs
+    directory, or a state it cannot vouch for (the long way answers the next re-run)."""
+    from resumable.errors import ResumableError
+
+    cursor = getattr(getattr(store, "writer", None), "cursor", None)
+    if cursor is None:
+        return None
+    try:
+        store.flush()
+    except (ResumableError, OSError):
+        return None
+    state = cursor.state
+    if state is None or not isinstance(state.doc, dict) or state.snap_stat is None or state.adopt \
+            or state.snap_seq != state.seq or state.torn or not cursor.jino:
+        return None
+    return Ending(state.doc, (cursor.jino, state.offset), tuple(state.snap_stat))
+
+
+def keep_run(job: Job, work: Job, opts: RunOptions, backend: Backend, handle: RunHandle, end: Ending,
+             launch: Mapping[str, Any]) -> None:
+    """Keep the answer the next re-run would give after this run, which ended with every step
+    done: ``end`` taken after its last write, this called once the run's files are closed. The
+    fingerprints are the run's own, in memory: a stat per input and artifact, a few compares per
+    step, no plan."""
+    from resumable.runner.conclude import removal_marks, removed_count, summary_of
+
+    doc = end.doc
+    units = doc.get("units")
+    if not _may_keep(job, opts) or doc.get("status") != "done" or doc.get("launch") != launch \
+            or not isinstance(units, dict):
+        return
+    ids = {s.id for s in work.steps}
+    if removal_marks(job, units) or any(not isinstance(u, dict) or u.get("status") != "done"
+                                        for uid, u in units.items() if uid not in ids):
+        return  # the re-run would write (marks), or would not be nothing to do
+    files = _current(work, units)
+    if files is None:
+        return
+    run = run_files(handle)
+    if run is None or (run[0], run[1]) != end.journal or tuple(run[3:6]) != end.snapshot:
+        return  # written since (by another command, or by the close)
+    removed = removed_count(units, {s.id for s in job.steps})
+    summary = f"{job.name}: done ({summary_of(['skipped'] * len(work.steps), removed)})"
+    _write(job, work, opts, backend, run, files, launch, summary)
+
+
+def _current(work: Job, units: Mapping[str, Any]) -> Files | None:
+    """The files every step's skip would rest on, when every step would be skipped as done the long
+    way's first way (``explain.decide``): done, fingerprint unchanged, artifacts as recorded,
+    nothing upstream made anything else; None otherwise (or when a file would need hashing)."""
+    from resumable.core import policy
+    from resumable.runner.explain import upstream_of
+    from resumable.runner.fingerprint import done_and_current, record_sha, resolve, same_stat, unchanged
+    from resumable.runner.inputs import expand
+
+    plain = [s for s in work.steps if not s.inputs and not s.artifacts]
+    if not all(done_and_current(plain, units)):
+        return None
+    made = upstream_of(units)
+    out = Files()
+    for step in work.steps:
+        unit = units.get(step.id)
+        stored = unit.get("fingerprint") if isinstance(unit, dict) else None
+        if step.needs and policy.recorded_upstream(stored) and policy.upstream_changes(stored, made(step.needs)):
+            return None
+        if not step.inputs and not step.artifacts:
+            continue
+        if not isinstance(unit, dict) or unit.get("status") != "done":
+            return None
+        files, missing = expand(step.cwd, step.inputs, step.artifacts)
+        if missing or not unchanged(step, stored, files) or (step.inputs and not _inputs(step, files, unit, out)):
+            return None
+        records = unit.get("artifacts")
+        for a in step.artifacts:
+            path = resolve(step, a)
+            record = records.get(a) if isinstance(records, dict) else None
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            if not same_stat(record, st):
+                return None
+            out.add(path, st, record_sha(record))
+    return out
+
+
+# --- the long way, told what the kept answer found ---------------------------------------------------
+
+
+def smudged(work: Job, units: Mapping[str, Any], changed: Sequence[str]) -> Mapping[str, Any]:
+    """``units`` with the record of every ``changed`` file (its stat the recorded one, its content
+    not) given size -1, as git smudges a racily clean entry: the plan hashes it rather than trust
+    its stat. A view for the plan only: the units themselves are left as they are."""
+    if not changed:
+        return units
+    from resumable.runner.fingerprint import resolve
+
+    suspect = set(changed)
+    out = dict(units)
+    for step in work.steps:
+        unit = units.get(step.id)
+        if not isinstance(unit, dict) or not (step.inputs or step.artifacts):
+            continue
+        fp = unit.get("fingerprint")
+        inputs = fp.get("inputs") if isinstance(fp, dict) else None
+        names = {f.name for f in work.input_files.get(step.id, ()) if f.path in suspect}
+        arts = [a for a in step.artifacts if resolve(step, a) in suspect]
+        if not names and not arts:
+            continue
+        new = dict(unit)
+        if isinstance(fp, dict) and isinstance(inputs, dict) and names:
+            new["fingerprint"] = {**fp, "inputs": {n: _smudge(r) if n in names else r for n, r in inputs.items()}}
+        records = unit.get("artifacts")
+        if isinstance(records, dict) and arts:
+            new["artifacts"] = {a: _smudge(r) if a in arts else r for a, r in records.items()}
+        out[step.id] = new
+    return out
+
+
+def _smudge(record: object) -> object:
+    if isinstance(record, str):  # an input's "<sha256> <size> <mtime_ns> <inode>"
+        parts = record.split(" ")
+        return " ".join([parts[0], "-1", *parts[2:]]) if len(parts) == 4 else record
+    if isinstance(record, dict):
+        return {**record, "size": -1}
+    return record
