@@ -205,3 +205,32 @@ def test_dotted_keys_and_quoted_tables_are_located(tmp_path: Path) -> None:
     with pytest.raises(JobFileError) as e:
         load_job_file(p)
     assert [x.split(": ", 1)[0] for x in e.value.problems] == [f"{p}:3", f"{p}:6"]
+
+
+def _many(n: int) -> str:
+    return "".join(f'[steps.s{i}]\nrun = ["touch", "out/s{i}"]\n' for i in range(n))
+
+
+def test_large_file_reads_as_a_whole_parse(tmp_path: Path) -> None:
+    # Big enough to be parsed a piece at a time: the same steps, in the same order, as one parse.
+    body = _many(30000)
+    job = load_job_file(_job(tmp_path, '[job]\nname = "big"\nretries = 2\n' + body))
+    assert [s.id for s in job.steps] == [f"s{i}" for i in range(30000)]
+    assert job.steps[29999].command == ("touch", "out/s29999") and job.steps[29999].retries == 2
+    assert job.steps[0].command[0] is job.steps[29999].command[0]  # one "touch" for every step
+
+
+@pytest.mark.parametrize("tail, needle", [
+    ('[steps.s5]\nrun = "again"\n', "not valid TOML"),  # a step defined twice, pieces apart
+    ('[job]\nname = "late"\n', "not valid TOML"),  # [job] defined twice, the second far down
+    ('[steps.s7.extra]\nx = 1\n', r"toml:17: \[steps.s7\] extra: unknown key 'extra'"),
+])
+def test_large_file_problems_are_the_whole_parses(tmp_path: Path, tail: str, needle: str) -> None:
+    with pytest.raises(InvalidInputError, match=needle):
+        load_job_file(_job(tmp_path, '[job]\nname = "big"\n' + _many(30000) + tail))
+
+
+def test_large_file_with_inline_steps_is_refused(tmp_path: Path) -> None:
+    text = 'steps = { a = { run = "x" } }\n' + _many(30000)
+    with pytest.raises(InvalidInputError, match="not valid TOML"):
+        load_job_file(_job(tmp_path, text))

@@ -209,24 +209,30 @@ def _apply_unit(doc: Doc, ev: UnitEvent) -> Output:
     if attempt is not None:
         attempts = unit.get("attempts")
         if not isinstance(attempts, list):
-            attempts = unit["attempts"] = []
-        for i, old in enumerate(attempts):
-            if isinstance(old, dict) and old.get("n") == attempt["n"]:
-                if old.keys() <= attempt.keys():
-                    # The usual case (a finished attempt restates its start): a copy sized for
-                    # all its keys, where growing the old one would reallocate it larger still.
-                    attempts[i] = attempt.copy()
-                else:
-                    old.update(attempt)  # the document's own dict (copied in below)
-                break
+            # Made holding its first attempt: a list grown by append keeps room for three more,
+            # and a unit's first attempt is nearly always its only one.
+            unit["attempts"] = [attempt.copy()]
         else:
-            attempts.append(attempt.copy())
+            _put_attempt(attempts, attempt)
     if fields:
         own: Any = fields  # a caller's own keys, which ``Unit`` cannot list
         unit.update(own)
     unit["updatedAt"] = at
     doc["updatedAt"] = at
     return None
+
+
+def _put_attempt(attempts: list[Any], attempt: Any) -> None:
+    for i, old in enumerate(attempts):
+        if isinstance(old, dict) and old.get("n") == attempt["n"]:
+            if old.keys() <= attempt.keys():
+                # The usual case (a finished attempt restates its start): a copy sized for all its
+                # keys, where growing the old one would reallocate it larger still.
+                attempts[i] = attempt.copy()
+            else:
+                old.update(attempt)  # the document's own dict (copied in below)
+            return
+    attempts.append(attempt.copy())
 
 
 def _apply_invalidate(doc: Doc, ev: InvalidateEvent) -> Output:

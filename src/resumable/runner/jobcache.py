@@ -83,7 +83,7 @@ def load(path: str | os.PathLike[str], name_override: str | None,
             if declared is not None:
                 return finish_job(declared, p)
         job, declared = parse_job(data, p, name_override)
-        _PENDING[:] = [(open_store, str(resolved.parent), name, encode(declared, key))]
+        _PENDING[:] = [(open_store, str(resolved.parent), name, declared, key)]
         return job
     finally:
         backend.close()
@@ -91,7 +91,8 @@ def load(path: str | os.PathLike[str], name_override: str | None,
 
 # The cache of the job parsed last, written by ``keep`` once the run it was parsed for went ahead:
 # bad input (a refused runs directory, a run of a newer format) must leave the disk as it was.
-_PENDING: list[tuple[Callable[[str], Backend], str, str, bytes]] = []
+# Encoded only then: held through the run, the bytes of a 100,000-step job would weigh some 13 MB.
+_PENDING: list[tuple[Callable[[str], Backend], str, str, Declared, str]] = []
 
 
 # (the cache's name, its key) of the job file loaded last: what a re-run's kept answer is found by
@@ -113,7 +114,8 @@ def keep() -> None:
     """Write the cache of the job parsed last (best effort), if it was parsed rather than read."""
     if not _PENDING:
         return
-    open_store, base, name, payload = _PENDING.pop()
+    open_store, base, name, declared, key = _PENDING.pop()
+    payload = encode(declared, key)
     try:
         backend = open_store(base)
     except (ResumableError, OSError):
