@@ -120,11 +120,14 @@ def measure(work: Path, n: int, repeat: int) -> Figures:
 
 
 def run_state(runs: Path) -> list[tuple[str, int, int, int]]:
-    """(name, inode, size, mtime_ns) of every run's snapshot and journal, and of every cache file."""
+    """(name, inode, size, mtime_ns) of every run's snapshot and journal, and of the kept answers and
+    parsed jobs (the long way would keep its answer again; the runner lease's own cache of a clean
+    log directory is not the run's)."""
     out = []
     for d in (runs, runs / ".cache"):
         for p in sorted(d.iterdir()) if d.is_dir() else ():
-            if p.is_file() and (d.name == ".cache" or p.name.endswith((".json", ".jsonl"))):
+            if p.is_file() and p.name.startswith(("verdict.", "job.") if d.name == ".cache" else "") \
+                    and (d.name == ".cache" or p.name.endswith((".json", ".jsonl"))):
                 st = p.stat()
                 out.append((str(p), st.st_ino, st.st_size, st.st_mtime_ns))
     return out

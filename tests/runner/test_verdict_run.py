@@ -171,3 +171,28 @@ def test_a_run_that_failed_or_was_interrupted_keeps_nothing(work: Path, monkeypa
     monkeypatch.setattr(scheduler.Scheduler, "run", interrupted)
     assert run_cli([]).exit_code == 130
     assert _kept(work) == []
+
+
+def test_a_racy_file_once_settled_is_no_longer_hashed(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verdict, "_RACY_NS", HOUR_NS)
+    _first_run(work)
+    assert not _kept(work)[0].read_bytes().endswith(b"\n")  # hashes kept for the racy files
+    hashed: list[str] = []
+    original = verdict._sha256_file
+
+    def counted(path: str) -> str | None:
+        hashed.append(path)
+        return original(path)
+    monkeypatch.setattr(verdict, "_sha256_file", counted)
+    again = run_cli([]).output
+    assert hashed and all(p.endswith(("a.csv", "a.txt")) for p in hashed)
+    monkeypatch.setattr(verdict, "_RACY_NS", 0)  # as if the seconds had passed
+    hashed.clear()
+    assert run_cli([]).output == again  # hashed again, the same, and settled: kept without hashes
+    assert hashed
+    assert _kept(work)[0].read_bytes().endswith(b"\n")
+    hashed.clear()
+    with monkeypatch.context() as m:
+        _refuse_the_long_way(m)
+        assert run_cli([]).output == again
+    assert hashed == []

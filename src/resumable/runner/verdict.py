@@ -116,14 +116,19 @@ def _stats(paths: Sequence[str]) -> list[int] | None:
 class Found:
     """A kept answer whose key matches this invocation's job and targets (not yet its files)."""
 
-    __slots__ = ("backend", "changed", "doc", "rest")
+    __slots__ = ("backend", "cache", "changed", "doc", "head", "rest", "settled")
 
-    def __init__(self, backend: Backend, doc: Mapping[str, Any], rest: list[bytes]) -> None:
+    def __init__(self, backend: Backend, cache: str, head: bytes, doc: Mapping[str, Any], rest: list[bytes]) -> None:
         self.backend = backend
+        self.cache = cache  # the name it is kept under
+        self.head = head
         self.doc = doc
         self.rest = rest  # the ids, the paths, the stats and the racy files' hashes (``_encode``)
         # Files whose stat is the one kept but whose content is not: the long way must hash them.
         self.changed: list[str] = []
+        # Every racy file hashed again, the same, and now older than ``_RACY_NS``: its hash need
+        # not be kept any longer (a later write would give it a later mtime).
+        self.settled = False
 
     @property
     def name(self) -> str:
@@ -142,11 +147,24 @@ class Found:
         if now is None or len(now) != len(was):
             return False
         # Checked whatever else changed: a file edited within its mtime tick is seen only here.
+        limit = time.time_ns() - _RACY_NS
+        self.settled = bool(hashes)
         for i, sha in hashes:
+            self.settled = self.settled and 0 <= i < len(names) and was[3 * i + 1] < limit
             if 0 <= i < len(names) and now[3 * i:3 * i + 3] == was[3 * i:3 * i + 3] \
                     and _sha256_file(names[i]) != sha:
                 self.changed.append(names[i])
         return not self.changed and now == was and run_files(handle) == self.doc["run"]
+
+    def settle(self) -> None:
+        """Keep the answer again without the hashes of racy files that have settled (best effort):
+        the next re-runs stat them only."""
+        if not self.settled:
+            return
+        try:
+            self.backend.write_cache(self.cache, b"\n".join((self.head, *self.rest[:3], b"")))
+        except (OSError, ValueError):
+            pass
 
     def ids(self) -> list[str]:
         ids = self.rest[0].decode("utf-8", "surrogateescape")
@@ -235,6 +253,7 @@ def find(opts: RunOptions) -> Found | None:
         return None  # the long way says what is wrong
     cache_name, job_key = jobcache.cache_key(resolved, data, opts.job)
     doc: Any = None
+    head = b""
     rest: list[bytes] = []
     try:
         payload = backend.read_cache(_name(cache_name))
@@ -247,7 +266,7 @@ def find(opts: RunOptions) -> Found | None:
             and isinstance(doc.get("name"), str)):
         backend.close()
         return None
-    return Found(backend, doc, rest)
+    return Found(backend, _name(cache_name), head, doc, rest)
 
 
 def answer(found: Found, opts: RunOptions, launch: Mapping[str, Any] | None) -> int | None:
@@ -261,6 +280,7 @@ def answer(found: Found, opts: RunOptions, launch: Mapping[str, Any] | None) -> 
     handle = found.backend.open(found.name)
     if not found.current(handle):
         return None
+    found.settle()
     if launch is None:  # --dry-run: every selected step's line, then the count
         ids = found.ids()
         others = int(doc["total"]) - len(ids)
