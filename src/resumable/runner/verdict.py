@@ -355,8 +355,6 @@ def _files(work: Job, units: Mapping[str, Any], decisions: Mapping[str, Decision
     """Every input and artifact file the decisions rest on, their stats as the decisions saw them,
     each the one its unit recorded; None when the answer is not one to keep. Stats taken
     afterwards would vouch for a file that changed since it was decided."""
-    from resumable.runner.fingerprint import record_sha, resolve, same_stat
-
     if len(decisions) != len(work.steps):
         return None
     out = Files()
@@ -371,17 +369,27 @@ def _files(work: Job, units: Mapping[str, Any], decisions: Mapping[str, Decision
             return None
         if step.inputs and not _inputs(step, work.input_files.get(step.id, ()), unit, out):
             return None
-        for a in step.artifacts:
-            path = resolve(step, a)
-            record = (unit.get("artifacts") or {}).get(a)
-            try:
-                st = os.stat(path)
-            except OSError:
-                return None
-            if not same_stat(record, st):
-                return None
-            out.add(path, st, record_sha(record))
+        if not _artifacts(step, unit, out):
+            return None
     return out
+
+
+def _artifacts(step: Step, unit: Mapping[str, Any], out: Files) -> bool:
+    """Whether every artifact of ``step`` is as its unit recorded it (added to ``out``)."""
+    from resumable.runner.fingerprint import record_sha, resolve, same_stat
+
+    records = unit.get("artifacts")
+    for a in step.artifacts:
+        path = resolve(step, a)
+        record = records.get(a) if isinstance(records, dict) else None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if not same_stat(record, st):
+            return False
+        out.add(path, st, record_sha(record))
+    return True
 
 
 def _inputs(step: Step, files: Sequence[InputFile], unit: Mapping[str, Any], out: Files) -> bool:
@@ -470,7 +478,7 @@ def _current(work: Job, units: Mapping[str, Any]) -> Files | None:
     nothing upstream made anything else; None otherwise (or when a file would need hashing)."""
     from resumable.core import policy
     from resumable.runner.explain import upstream_of
-    from resumable.runner.fingerprint import done_and_current, record_sha, resolve, same_stat, unchanged
+    from resumable.runner.fingerprint import done_and_current, unchanged
     from resumable.runner.inputs import expand
 
     plain = [s for s in work.steps if not s.inputs and not s.artifacts]
@@ -490,17 +498,8 @@ def _current(work: Job, units: Mapping[str, Any]) -> Files | None:
         files, missing = expand(step.cwd, step.inputs, step.artifacts)
         if missing or not unchanged(step, stored, files) or (step.inputs and not _inputs(step, files, unit, out)):
             return None
-        records = unit.get("artifacts")
-        for a in step.artifacts:
-            path = resolve(step, a)
-            record = records.get(a) if isinstance(records, dict) else None
-            try:
-                st = os.stat(path)
-            except OSError:
-                return None
-            if not same_stat(record, st):
-                return None
-            out.add(path, st, record_sha(record))
+        if not _artifacts(step, unit, out):
+            return None
     return out
 
 
