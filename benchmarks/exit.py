@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from benchmarks import measure as m
-from benchmarks._common import parser, scratch
+from benchmarks._common import parser, precompile, scratch
 
 AT_ONCE = "from resumable.cli.main import launch; launch()"
 NORMAL = "import sys; from resumable.cli.main import main; sys.exit(main(sys.argv[1:]))"
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=200, help="calls of each kind (default 200)")
     args = p.parse_args(argv)
+    precompile()  # as installed: no call compiles its modules anew
     with scratch(args.dir, args.allow_tmpfs) as (work, _fs):
         runs = work / "exit"
         m.make_run(runs, 10, "exit").close()

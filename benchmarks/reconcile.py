@@ -1,4 +1,4 @@
-"""How long ``resumable reconcile`` takes on a long history (issue: 10,000 commits in under 2 s).
+"""How long ``resumable reconcile`` takes on a long history (the bound: 10,000 commits in under 2 s).
 
     python -m benchmarks.reconcile [--commits N] [--units N] [--runs N] [--dir DIR]
 

@@ -6,27 +6,27 @@
 Every step is ``touch out/s<i>``; every tool runs two at a time. Each figure is the median of
 ``--repeat`` runs (``--large-repeat`` for 100,000 steps and more, where a first run takes minutes),
 all measured in this one run, on this disk, under this machine's load: the checks are ratios to
-make measured alongside, or bounds the issue sets. doit (``pip install -e '.[bench]'``) is
+make measured alongside, or the bounds set below. doit (``pip install -e '.[bench]'``) is
 measured up to ``--doit-up-to`` steps (it takes tens of minutes beyond). ``xargs -P 2`` running the
 same commands is the steps' own cost: what the runner adds beyond it is its per-step overhead.
 
-Checks (issue 11):
+Checks:
   - per-step cost of a first run at the largest size <= 1.3 x at the smallest (no super-linear part);
   - first run of 10,000 steps <= 1.5 x make -j2;
   - nothing to do: 10,000 steps < 0.5 s, 100,000 steps < 3 s (the whole command);
   - --dry-run and status on 100,000 steps < 3 s;
   - peak memory of a 100,000-step run <= 300 MB (ru_maxrss of the runner process).
 
-Checks (issue 25, at 100,000 steps): nothing to do and --dry-run <= 1.0 s (the first re-run and the
+Checks (at 100,000 steps): nothing to do and --dry-run <= 1.0 s (the first re-run and the
 first dry run after the first run, answered from the answer that run kept, ``runner.verdict``;
 neither writes to the run, which is checked; the later re-runs are printed beside), status <= 0.5 s
 and <= 150 MB peak, the first run's peak memory <= 300 MB.
 
-Checks (issue 25, ``benchmarks.runner_cpu``, at the same sizes; ``--no-cpu`` skips them): the
+Checks (``benchmarks.runner_cpu``, at the same sizes; ``--no-cpu`` skips them): the
 runner's CPU per step beyond its steps' own processes <= 0.5 ms at 10,000 steps and <= 1.2 x at the
 largest size what it is at the smallest; nothing to do and --dry-run on 100,000 steps <= 1.0 s.
 
-Check (issue 24, ``benchmarks.runner_inputs``, ``--inputs-steps``; 0 skips it): inputs checked by
+Check (``benchmarks.runner_inputs``, ``--inputs-steps``; 0 skips it): inputs checked by
 size, mtime and inode add at most 5 % to a no-op re-run of 10,000 steps with one 10 MB input each.
 """
 
@@ -42,26 +42,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks._common import REPO, scratch
+from benchmarks._common import REPO, precompile, scratch
 
 # The installed command (a script, as a user runs it), else the module.
 _SCRIPT = Path(sys.executable).parent / "resumable"
 RESUMABLE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "resumable"]
 MB = 1024 * 1024
-
-
-def precompile() -> None:
-    """Byte-compile resumable and click, as pip does when it installs them. With
-    PYTHONDONTWRITEBYTECODE set (as on CI machines) nothing is ever written, and every command
-    would compile every module it imports anew, about a quarter of a second that no installed copy
-    pays."""
-    import compileall
-    import importlib.util
-
-    for name in ("resumable", "click"):
-        spec = importlib.util.find_spec(name)
-        for where in (spec.submodule_search_locations or []) if spec is not None else []:
-            compileall.compile_dir(where, quiet=1)
 
 
 def write_job(work: Path, n: int) -> None:
@@ -219,14 +205,14 @@ def report(sizes: list[Size]) -> list[tuple[str, bool]]:
             checks.append((f"{key.removeprefix('resumable ')}, 100,000 steps < 3 s: {secs:.3f} s", secs < 3))
         peak = max(s.figures[k][1] for k in s.figures if k.startswith("resumable"))
         checks.append((f"peak memory, 100,000 steps <= 300 MB: {peak / MB:.0f} MB", peak <= 300 * MB))
-        checks += issue25_checks(s)
+        checks += large_run_checks(s)
     print()
     for text, ok in checks:
         print(f"  {'PASS' if ok else 'FAIL'}  {text}")
     return checks
 
 
-def issue25_checks(s: Size) -> list[tuple[str, bool]]:
+def large_run_checks(s: Size) -> list[tuple[str, bool]]:
     """At 100,000 steps: nothing to do and --dry-run <= 1.0 s, status <= 0.5 s and <= 150 MB, the
     first run's peak memory <= 300 MB."""
     out: list[tuple[str, bool]] = []
@@ -250,7 +236,7 @@ def main() -> int:
     ap.add_argument("--dir", default=str(REPO))
     ap.add_argument("--allow-tmpfs", action="store_true")
     ap.add_argument("--no-cpu", dest="cpu", action="store_false",
-                    help="skip the runner's CPU per step and the re-runs of issue 25 (benchmarks.runner_cpu)")
+                    help="skip the runner's CPU per step and its re-runs (benchmarks.runner_cpu)")
     ap.add_argument("--inputs-steps", type=int, default=10_000, help="steps of the inputs figure (0: skip it)")
     args = ap.parse_args()
     sizes = sorted(int(x) for x in args.sizes.split(","))

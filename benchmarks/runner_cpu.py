@@ -1,4 +1,4 @@
-"""The runner's own CPU per step, and re-runs that do not grow with the job (issue 25; run by
+"""The runner's own CPU per step, and re-runs that do not grow with the job (run by
 ``benchmarks.runner``).
 
     python -m benchmarks.runner_cpu [--sizes 1000,10000,100000] [--repeat 3] [--large-repeat 1]
@@ -11,7 +11,7 @@ steady on a busy machine where wall time does not: ``getrusage(RUSAGE_CHILDREN)`
 figure is the median of ``--repeat`` runs (``--large-repeat`` at 100,000 steps and more), all in
 this one run, printed with the machine's load average.
 
-Checks (issue 25):
+Checks:
   - the runner's CPU per step at 10,000 steps <= 0.5 ms;
   - its CPU per step at the largest size <= 1.2 x at the smallest;
   - at 100,000 steps: a re-run with nothing to do <= 1.0 s, --dry-run <= 1.0 s (wall, the whole
@@ -170,7 +170,7 @@ def report(figs: list[Figures]) -> list[tuple[str, bool]]:
 
 
 def run(base: str, allow_tmpfs: bool, sizes: list[int], repeat: int, large_repeat: int) -> list[tuple[str, bool]]:
-    from benchmarks.runner import precompile
+    from benchmarks._common import precompile
 
     precompile()  # as installed: no command compiles its modules anew
     figs = []

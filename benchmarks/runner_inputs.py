@@ -10,7 +10,7 @@ file whose device, inode, size and mtime were already hashed in this process is 
 are unchanged since the recorded run. The figure is the CPU time (user + system) of the whole
 ``resumable run`` process, the median of ``--repeat`` runs.
 
-Check (issue 24): inputs checked by size, mtime and inode add at most 5 % to a no-op re-run of
+Check: inputs checked by size, mtime and inode add at most 5 % to a no-op re-run of
 10,000 steps, against the same job without inputs.
 """
 
@@ -104,7 +104,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    from benchmarks.runner import precompile
+    from benchmarks._common import precompile
 
     precompile()
     with scratch(args.dir, args.allow_tmpfs) as (work, _fs):

@@ -385,7 +385,7 @@ REGRESSIONS: list[tuple[list[tuple[Any, ...]], list[list[str]]]] = [
     ([], [["status", "r"], ["status", "r", "--units", "failed"], ["log", "r"], ["run", "failing.toml"]]),
     ([], [["init", "x" * 300, "--task", "t"], ["get", "r", "--dir", "x" * 300], ["unit", "r", "u" * 300, "done"]]),
     ([], [["report", "r", "-o", "/dev/full"], ["report", "r", "-o", "nodir/x.html"], ["report", "r", "-o", "runs"]]),
-    # issue 20: a malformed document read as healthy; a unit depending on itself; checkpoints a
+    # a malformed document read as healthy; a unit depending on itself; checkpoints a
     # reader could not read back; one planted entry blocking a whole ticket; C1 printed raw.
     ([("doc", "r.json", b'{"schemaVersion": 2, "id": "r", "units": 5}'), ("remove", "r.journal.jsonl")],
      [["get", "r"], ["resume", "r"], ["status", "r", "--json"]]),
