@@ -180,6 +180,30 @@ def test_workers_started_on_their_own_are_named(store: StoreCase, marker: str) -
     assert status.splitlines()[0].startswith("◌ WAITING") and " is gone" not in status
 
 
+
+def test_a_busy_worker_holds_no_claim_ahead_of_long_steps(store: StoreCase, marker: str) -> None:
+    """Steps that run long are not claimed ahead: a worker whose slots are all busy leaves the next
+    ready step to a worker started later, instead of holding it for as long as its own steps run."""
+    if store.kind == "files":
+        pytest.skip("workers are the PostgreSQL store's")
+    marker_job(store.tmp / "pg.toml", "pgjob", marker, steps="abc")
+    ok(store.r("submit", "pg.toml"))
+
+    def worker() -> subprocess.Popen[bytes]:
+        return subprocess.Popen([RESUMABLE, "worker", "--run", "pgjob", "-j", "2", "-q"], cwd=store.tmp,
+                                env=store.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    workers = [worker()]
+    try:
+        wait_for(lambda: len(running_steps(store, "pgjob")) == 2)
+        time.sleep(1.0)  # the first worker's recorder has had its turns to claim ahead, had it wanted to
+        workers.append(worker())
+        wait_for(lambda: running_steps(store, "pgjob") == {"a", "b", "c"})
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait()
+
 def test_a_run_store_runner_waiting_for_a_retry_is_running(store: StoreCase) -> None:
     """Between a failed attempt and its retry a `resumable run --store` holds no step; it is alive,
     so the run is running (as the local runner's run is, which holds its lease throughout)."""
