@@ -96,3 +96,27 @@ def needs(program: str, why: str) -> pytest.MarkDecorator:
 
     missing = shutil.which(program) is None and not os.access(program, os.X_OK)
     return pytest.mark.skipif(missing and os.environ.get("CI") != "true", reason=f"{program} is not installed: {why}")
+
+
+# A diamond of needs (a; b and c after a; d after both), a step beside it and one after it: the
+# job the target tests select from, under both stores.
+DIAMOND = """
+[job]
+name = "d"
+[steps.a]
+run = "echo a >> trace"
+[steps.b]
+run = "echo b >> trace"
+needs = ["a"]
+[steps.c]
+run = "echo c >> trace"
+needs = ["a"]
+[steps.d]
+run = "echo d >> trace"
+needs = ["b", "c"]
+[steps.other]
+run = "echo other >> trace"
+[steps.after]
+run = "echo after >> trace"
+needs = ["d"]
+"""

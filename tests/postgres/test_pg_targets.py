@@ -16,26 +16,7 @@ from storecase import clean
 from test_pg_policy_parity import essence
 from workers import finish, start_worker
 
-DIAMOND = """
-[job]
-name = "d"
-[steps.a]
-run = "echo a >> trace"
-[steps.b]
-run = "echo b >> trace"
-needs = ["a"]
-[steps.c]
-run = "echo c >> trace"
-needs = ["a"]
-[steps.d]
-run = "echo d >> trace"
-needs = ["b", "c"]
-[steps.other]
-run = "echo other >> trace"
-[steps.after]
-run = "echo after >> trace"
-needs = ["d"]
-"""
+from corehelpers import DIAMOND
 
 
 def _run(env: dict[str, str], work: Path, *args: str) -> subprocess.CompletedProcess[str]:

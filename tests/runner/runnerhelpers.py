@@ -62,3 +62,23 @@ def pid_alive(pid: int) -> bool:
 
 def dump(obj: Any) -> str:
     return json.dumps(obj, indent=1)
+
+
+HOUR_NS = 3600 * 10**9
+
+
+def verdict_job(name: str) -> str:
+    """A step with an input and an artifact, one that needs it, one with neither: what the kept
+    re-run answers rest on."""
+    return f"""[job]
+name = "{name}"
+[steps.a]
+run = "cp data/a.csv out/a.txt"
+inputs = ["data/a.csv"]
+artifacts = ["out/a.txt"]
+[steps.b]
+run = "true"
+needs = ["a"]
+[steps.c]
+run = ["true"]
+"""

@@ -7,28 +7,8 @@ from pathlib import Path
 
 from runnerhelpers import doc, run_cli, status_of, units, write
 
+from corehelpers import DIAMOND
 from resumable.api import run_job
-
-DIAMOND = """
-[job]
-name = "d"
-[steps.a]
-run = "echo a >> trace"
-[steps.b]
-run = "echo b >> trace"
-needs = ["a"]
-[steps.c]
-run = "echo c >> trace"
-needs = ["a"]
-[steps.d]
-run = "echo d >> trace"
-needs = ["b", "c"]
-[steps.other]
-run = "echo other >> trace"
-[steps.after]
-run = "echo after >> trace"
-needs = ["d"]
-"""
 
 
 def _trace(work: Path) -> list[str]:

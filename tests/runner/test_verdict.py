@@ -8,24 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
-from runnerhelpers import doc, run_cli, write
+from runnerhelpers import HOUR_NS, doc, run_cli, verdict_job, write
 
 from resumable.cli.main import main
 from resumable.runner import explain, verdict
 
-HOUR_NS = 3600 * 10**9
-JOB = """[job]
-name = "vj"
-[steps.a]
-run = "cp data/a.csv out/a.txt"
-inputs = ["data/a.csv"]
-artifacts = ["out/a.txt"]
-[steps.b]
-run = "true"
-needs = ["a"]
-[steps.c]
-run = ["true"]
-"""
+JOB = verdict_job("vj")
 
 
 def _age(path: Path) -> None:
