@@ -422,6 +422,43 @@ WITH events AS (
 )
 SELECT pg_notify(%(channel)s, %(run)s);
 
+-- save_events_if_current --
+-- A handle's events on a run without a job, written at once on the document this process holds:
+-- only if the run is still where it was (its last number is %(expect)s, it is live, no job, no
+-- pending events), else nothing is written and the writer catches up and tries again. The UPDATE
+-- takes the run's row lock and rechecks its condition on the row's latest version, so the events
+-- are numbered as under lock_run; everything travels with the COMMIT, in one round trip.
+WITH run AS (
+    UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s, changed_at = now(),
+        tail_bytes = tail_bytes + %(size)s
+    WHERE pk = %(pk)s AND seq = %(expect)s AND archived_at IS NULL AND job IS NULL
+      AND NOT EXISTS (SELECT 1 FROM resumable_pending_events WHERE run_pk = %(pk)s)
+    RETURNING pk, tail_bytes, snap_bytes
+), events AS (
+    INSERT INTO resumable_events (run_pk, seq, tx, body)
+    SELECT run.pk, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body
+    FROM run, unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i)
+)
+SELECT tail_bytes, snap_bytes, pg_notify(%(channel)s, %(run)s) FROM run;
+
+-- save_events_and_snapshot_if_current --
+-- As save_events_if_current, with a new snapshot of the document.
+WITH run AS (
+    UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s, changed_at = now(),
+        tail_bytes = 0, snap_seq = %(seq)s, snap_bytes = %(snap_bytes)s
+    WHERE pk = %(pk)s AND seq = %(expect)s AND archived_at IS NULL AND job IS NULL
+      AND NOT EXISTS (SELECT 1 FROM resumable_pending_events WHERE run_pk = %(pk)s)
+    RETURNING pk, tail_bytes, snap_bytes
+), events AS (
+    INSERT INTO resumable_events (run_pk, seq, tx, body)
+    SELECT run.pk, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body
+    FROM run, unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i)
+), snap AS (
+    INSERT INTO resumable_snapshots (run_pk, seq, doc) SELECT run.pk, %(seq)s, %(doc)s FROM run
+    ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc
+)
+SELECT tail_bytes, snap_bytes, pg_notify(%(channel)s, %(run)s) FROM run;
+
 -- create_run --
 -- A run's row, unless a live run of that id has one.
 INSERT INTO resumable_runs (id) VALUES (%s) ON CONFLICT (id) WHERE archived_at IS NULL DO NOTHING;
