@@ -34,7 +34,8 @@ class Attempt:
     killed: bool = False
     timed_out: bool = False
     interrupted: bool = False
-    launching: bool = False  # handed to a launcher thread, not started yet
+    launching: bool = False  # prepared or handed to a launcher thread, not started yet
+    durable: bool = False  # its in_progress record is durable (it may start)
 
 
 class Timed(Protocol):

@@ -9,6 +9,7 @@ need finishes, a retry when its backoff is due.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from typing import TYPE_CHECKING
 
 from resumable.core import policy
@@ -17,6 +18,10 @@ from resumable.runner.attempt import Attempt, Draining, Outcome, enforce_timeout
 
 if TYPE_CHECKING:
     from resumable.runner.scheduler import Scheduler
+
+# Steps are recorded ahead (``Scheduler``) only as far as the slots are expected to start them
+# within this long: ``status`` then counts no step in progress for longer than that before it starts.
+AHEAD_HORIZON = 0.05
 
 
 class Loop:
@@ -50,6 +55,8 @@ class Loop:
         self.tries: dict[str, int] = {}
         self.backoff: list[tuple[float, int, str]] = []  # (due, order, id): retries waiting out a delay
         self.running: dict[str, Attempt] = {}
+        self.ahead: deque[Attempt] = deque()  # recorded ahead, in start order: not started yet
+        self.pace = 1.0  # a moving mean of the steps' durations, in seconds (for the ahead depth)
         self.draining: list[Draining] = []
         self.stopping = False
         self.handled = 0  # interrupts acted on
@@ -65,9 +72,11 @@ class Loop:
             if not self.stopping:
                 self.retries_due(now)
                 self.start()
+            elif self.ahead:
+                self.cancel_ahead()
             # One durable batch for the whole pass (or, while one is in flight, for everything
             # since), then act on it.
-            s.commit()
+            s.commit(idle=not self.running)
             if self.over():
                 break
             s.reporter.tick()
@@ -83,7 +92,7 @@ class Loop:
         """Nothing runs, nothing drains, nothing is left to make durable, and no retry is due:
         either all is finished or nothing else can start (stopped, or waiting steps need something
         not done)."""
-        return not self.running and not self.draining and not self.s.in_flight() and (
+        return not self.running and not self.draining and not self.ahead and not self.s.in_flight() and (
             self.stopping or (not self.backoff and not self.ready))
 
     # -- the phases ---------------------------------------------------------------------------
@@ -123,6 +132,7 @@ class Loop:
                 enforce_timeout(a, now, exempt=a.interrupted)
                 continue
             del self.running[sid]
+            self.pace += (now - a.started - self.pace) * 0.1
             status = self.s.finish(a, code, now)
             if a.handle.leftovers():
                 # The leader is gone but its group lives on (background jobs, a grandchild holding
@@ -201,17 +211,52 @@ class Loop:
             heapq.heappush(self.ready, (order, sid))
 
     def start(self) -> None:
-        """Ready steps up to ``-j``, prepared: their ``in_progress`` records join the pass's batch,
-        and each process starts once its record is durable."""
-        s = self.s
-        while self.ready and len(self.running) < self.jobs:
+        """Steps recorded ahead whose records are durable start in the free slots at once; then
+        ready steps up to ``-j``, prepared: their ``in_progress`` records join the pass's batch,
+        and each process starts once its record is durable; then up to ``record_ahead`` more are
+        recorded, to start when a slot frees."""
+        s, ahead = self.s, self.ahead
+        while ahead and ahead[0].durable and len(self.running) < self.jobs:
+            a = ahead.popleft()
+            self.running[a.step.id] = a
+            s.launch(a)
+        depth, low = self.ahead_depth()
+        refill = len(ahead) <= low  # recorded in bursts: one batch records several
+        while self.ready:
+            if len(self.running) < self.jobs and not ahead:
+                launch = True
+            elif refill and len(ahead) < depth:
+                launch = False
+            else:
+                break
             _, sid = heapq.heappop(self.ready)
             n = self.next_n.pop(sid, None) or next_attempt_number(s.units.get(sid))
-            a = s.prepare(s.steps[sid], n)
             self.state[sid] = "running"
-            self.running[sid] = a  # counts towards -j from now; started once durable
+            a = s.prepare(s.steps[sid], n, launch=launch)
+            if launch:
+                self.running[sid] = a  # counts towards -j from now; started once durable
+            else:
+                ahead.append(a)  # started by a later pass, in a slot that frees
             if s.launcher is not None:
                 s.launcher.prepare(a.log)
+
+    def ahead_depth(self) -> tuple[int, int]:
+        """(how many steps to keep recorded ahead, how few before recording more): as many as the
+        slots start within ``AHEAD_HORIZON`` at the pace steps finish, at least one per slot, at
+        most ``record_ahead``; recorded again once a quarter of them is left."""
+        top = self.s.record_ahead
+        if top <= 0:
+            return 0, -1
+        depth = max(min(self.jobs, top), min(top, int(AHEAD_HORIZON * self.jobs / max(self.pace, 1e-6))))
+        return depth, depth // 4 if depth > self.jobs else depth - 1
+
+    def cancel_ahead(self) -> None:
+        """The run stops: the steps recorded ahead will not start; their records are closed and
+        they count as not run (pending) in this session."""
+        while self.ahead:
+            a = self.ahead.popleft()
+            self.s.cancel(a)
+            self.state[a.step.id] = "waiting"
 
 
 def _steps(n: int) -> str:

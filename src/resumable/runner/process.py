@@ -17,11 +17,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Protocol
 
 from resumable import fsio
 from resumable.procfs import stat_of
+from resumable.runner import libcspawn
 from resumable.store.values import LeftoverGroup
 
 TOKEN_ENV = "RESUMABLE_RUNNER_TOKEN"
@@ -85,6 +86,54 @@ class StepHandle(Protocol):
 class Spawner(Protocol):
     def __call__(self, argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> StepHandle:
         ...
+
+
+class BaseEnv:
+    """The environment every step of a run shares, encoded for C once rather than at every start
+    (``libcspawn``): the encoding of a few dozen variables would cost as much as the start."""
+
+    __slots__ = ("_encoded", "vars")
+
+    def __init__(self, variables: Mapping[str, str]) -> None:
+        self.vars = dict(variables)
+        self._encoded: dict[str, bytes] | None = None
+
+    def encoded(self) -> dict[str, bytes]:
+        if self._encoded is None:
+            from resumable.runner.libcspawn import env_entry
+
+            self._encoded = {k: env_entry(k, v) for k, v in self.vars.items()}
+        return self._encoded
+
+
+class StepEnv(Mapping[str, str]):
+    """One step's environment: the shared ``base`` with the step's own variables over it."""
+
+    __slots__ = ("base", "extra")
+
+    def __init__(self, base: BaseEnv, extra: dict[str, str]) -> None:
+        self.base = base
+        self.extra = extra
+
+    def __getitem__(self, key: str) -> str:
+        extra = self.extra
+        return extra[key] if key in extra else self.base.vars[key]
+
+    def __iter__(self) -> Iterator[str]:
+        extra = self.extra
+        yield from (k for k in self.base.vars if k not in extra)
+        yield from extra
+
+    def __len__(self) -> int:
+        return len(self.base.vars) + sum(1 for k in self.extra if k not in self.base.vars)
+
+    def encoded(self) -> list[bytes]:
+        from resumable.runner.libcspawn import env_entry
+
+        extra = self.extra
+        out = [e for k, e in self.base.encoded().items() if k not in extra]
+        out.extend(env_entry(k, v) for k, v in extra.items())
+        return out
 
 
 class StepProcess:
@@ -271,9 +320,15 @@ def _posix_spawn(argv: list[str], env: Mapping[str, str], log: int) -> int | Non
         return None
     if not _DEVNULL:
         _DEVNULL.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
-    actions = [(os.POSIX_SPAWN_DUP2, _DEVNULL[0], 0), (os.POSIX_SPAWN_DUP2, log, 1),
-               (os.POSIX_SPAWN_DUP2, log, 2)]
     try:
+        if libcspawn.available(_DEFAULT_SIGNALS):
+            # Without the GIL: the runner's other threads go on while the child execs.
+            entries = env.encoded() if isinstance(env, StepEnv) else [
+                libcspawn.env_entry(k, v) for k, v in env.items()]
+            return libcspawn.spawn(program, argv, entries, ((_DEVNULL[0], 0), (log, 1), (log, 2)),
+                                   _DEFAULT_SIGNALS)
+        actions = [(os.POSIX_SPAWN_DUP2, _DEVNULL[0], 0), (os.POSIX_SPAWN_DUP2, log, 1),
+                   (os.POSIX_SPAWN_DUP2, log, 2)]
         return os.posix_spawn(program, argv, env, file_actions=actions, setsid=True,
                               setsigdef=_DEFAULT_SIGNALS)
     except OSError:

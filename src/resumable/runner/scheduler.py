@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from resumable.core.types import Event
 
 _MAX_WAIT = 0.1  # an interrupt or a display tick is noticed within this long
+# How long an outcome nobody waits for may wait for the next batch (see ``Scheduler.commit``).
+_DEFER_MAX = 0.05
 
 
 class Reporter(Protocol):
@@ -84,6 +86,26 @@ class Scheduler:
     flush, before any of them is acted on. So a step's ``in_progress`` record is durable before its
     process starts, and a step's outcome is durable before it is reported or a dependent starts,
     while a busy runner pays one flush per pass instead of two per step.
+
+    Recorded ahead (``record_ahead``): while every slot is busy, the next ready steps get their
+    ``in_progress`` record in the batch already, so a slot that frees starts its next step at once
+    instead of waiting for a flush. They are recorded a few at a time (one batch for several), and
+    only as many as the slots are expected to start within ``loop.AHEAD_HORIZON`` at the pace steps
+    finish (at least one per slot): for steps of milliseconds that makes a flush per several steps
+    instead of one per step; for long steps, one step per slot is recorded ahead.
+
+    The rule stays the same (no process starts before its record is durable), and so does what a
+    record means after a crash: ``in_progress`` says "this attempt may have started", and the next
+    runner closes it as interrupted and runs the step again with a new attempt number, whether its
+    process had started or not. A step recorded ahead that does not start because the run stops
+    (Ctrl-C, a failure without ``--keep-going``) is made ``pending`` again at once, its attempt
+    closed as interrupted. The record's ``startedAt`` is when it was recorded; the outcome's
+    attempt record has when the process started. So ``status`` may count a few steps in progress
+    that start within ``AHEAD_HORIZON``.
+
+    Held back: a batch of outcomes nobody waits for (steps done that no step needs) waits, while
+    the slots are busy, for the next batch that is needed, at most ``_DEFER_MAX``; a failure, a
+    step others need, and any start record go out at once (``commit``).
     """
 
     def __init__(
@@ -105,10 +127,13 @@ class Scheduler:
         base_env: Mapping[str, str] | None = None,
         launch_threads: int = 0,
         flush_thread: bool | None = None,
+        record_ahead: int = 0,
     ) -> None:
         """``launch_threads`` > 0 starts processes on that many worker threads (``launcher``);
         0 starts them inline, deterministic for fake spawners and clocks. ``flush_thread``
-        commits on a thread of its own (``flusher``); by default when there are launch threads."""
+        commits on a thread of its own (``flusher``); by default when there are launch threads.
+        ``record_ahead``: at most how many ready steps beyond the free slots get their
+        ``in_progress`` record while the slots are busy (see the class's docstring)."""
         import random
 
         self.job = job
@@ -124,7 +149,7 @@ class Scheduler:
         self.sleep = sleep
         self.rand = rand or random.random
         self.groups = groups
-        self.base_env = dict(os.environ if base_env is None else base_env)
+        self.base_env = process.BaseEnv(os.environ if base_env is None else base_env)
         self.steps = {s.id: s for s in job.steps}
         self.order = {s.id: i for i, s in enumerate(job.steps)}
         self.needs = {s.id: s.needs for s in job.steps}
@@ -139,6 +164,7 @@ class Scheduler:
         self.handled_interrupts = 0
         self.launcher: Launcher | None = None
         self.flusher: Flusher | None = None
+        self.record_ahead = max(0, record_ahead)
         if launch_threads > 0:
             from resumable.runner.launcher import Launcher
 
@@ -151,6 +177,8 @@ class Scheduler:
         self._events: list[Event] = []
         self._what: list[str] = []
         self._after: list[Callable[[], None]] = []
+        self._urgent = False  # the batch holds a record something waits on
+        self._since = 0.0  # when its first record was made
 
     # -- signals ------------------------------------------------------------------------------
 
@@ -188,18 +216,29 @@ class Scheduler:
 
     # -- the batch ------------------------------------------------------------------------------
 
-    def _record(self, what: str, event: Event) -> None:
+    def _record(self, what: str, event: Event, *, urgent: bool = True) -> None:
+        if not self._events:
+            self._since = self.clock()
         self._events.append(event)
         self._what.append(what)
+        self._urgent = self._urgent or urgent
 
     def later(self, fn: Callable[..., None], *args: Any) -> None:
         self._after.append(lambda: fn(*args))
 
-    def commit(self) -> None:
+    def commit(self, *, idle: bool = False) -> None:
+        """The pass's batch made durable (on the flusher's thread when there is one), then acted
+        on. With steps recorded ahead, a batch of outcomes nobody waits for (steps done, no
+        dependent) is held back while the slots are busy, for at most ``_DEFER_MAX``: it goes out
+        with the next batch that is needed, and a busy runner flushes once per few steps. ``idle``:
+        nothing runs, so nothing else will come to share the flush."""
         if self.flusher is not None and self.flusher.busy:
             return  # collected meanwhile: goes out as the next batch
+        if self._events and not self._urgent and not idle and self.clock() - self._since < _DEFER_MAX:
+            return
         events, what, after = self._events, self._what, self._after
         self._events, self._what, self._after = [], [], []
+        self._urgent = False
         if not events:
             for fn in after:
                 fn()
@@ -239,6 +278,8 @@ class Scheduler:
             timeout = min(timeout, backoff[0][0] - now)
         if draining:
             timeout = min(timeout, 0.02)
+        if self._events and not (self.flusher is not None and self.flusher.busy):
+            timeout = min(timeout, self._since + _DEFER_MAX - now)  # a batch held back goes out
         timeout = max(timeout, 0.0)
         fds: list[int | None] = [a.handle.fileno() for a in running.values() if not a.launching]
         if self.launcher is not None and self.launcher.pending > 0:
@@ -256,20 +297,21 @@ class Scheduler:
         elif timeout > 0:
             self.sleep(min(timeout, 0.01) if running else timeout)
 
-    def _env(self, step: Step, n: int) -> dict[str, str]:
-        env = dict(self.base_env)
-        env.update(step.env)
+    def _env(self, step: Step, n: int) -> process.StepEnv:
+        # Over the shared base, not a copy of it: the base is encoded for the start once per run.
+        env = dict(step.env)
         env["RESUMABLE_RUN"] = self.job.name
         env["RESUMABLE_STEP"] = step.id
         env["RESUMABLE_ATTEMPT"] = str(n)
         if self.groups is not None:
             # Lets a later runner prove that a leftover process is ours before killing it.
             env[TOKEN_ENV] = self.groups.secret
-        return env
+        return process.StepEnv(self.base_env, env)
 
-    def prepare(self, step: Step, n: int) -> Attempt:
-        """The attempt, with its ``in_progress`` record in the pass's batch; started by ``_launch``
-        once the batch is durable."""
+    def prepare(self, step: Step, n: int, *, launch: bool = True) -> Attempt:
+        """The attempt, with its ``in_progress`` record in the pass's batch; started by ``launch``
+        once the batch is durable, or (``launch`` False, recorded ahead) only marked durable then,
+        for the loop to start when a slot is free."""
         log = self.log_path(step, n)
         unit = self.units.get(step.id)
         prev_fp = unit.get("fingerprint") if isinstance(unit, Mapping) else None
@@ -290,12 +332,22 @@ class Scheduler:
             attempt={"n": n, "status": "running", "startedAt": stamp(wall, ms=True), "log": log},
             fields={"command": command} if known.get("command") != command else None, shallow=True))
         attempt = Attempt(step, n, NOT_STARTED, 0.0, wall, log, fprint, None, launching=True)
-        self.later(self._launch, attempt)  # once the record is durable
+        self.later(self.launch if launch else _mark_durable, attempt)  # once the record is durable
         return attempt
 
-    def _launch(self, a: Attempt) -> None:
+    def cancel(self, a: Attempt) -> None:
+        """A step recorded ahead that will not start (the run stops): pending again, its attempt
+        closed as interrupted (its number is not reused: the next attempt's log is a new file)."""
+        self._record(f"{a.step.id} -> pending", verbs.unit(
+            a.step.id, "pending", note="not started: the run stopped",
+            attempt={"n": a.n, "status": "interrupted", "startedAt": stamp(a.started_wall, ms=True),
+                     "finishedAt": stamp(self.wallclock(), ms=True), "log": a.log}, shallow=True))
+
+    def launch(self, a: Attempt) -> None:
         step = a.step
+        a.durable = True
         a.started = self.clock()
+        a.started_wall = self.wallclock()  # a step recorded ahead starts later than its record
         if self.launcher is not None:
             self.launcher.submit(a, step.argv, step.cwd, self._env(step, a.n), a.log)
             return
@@ -335,7 +387,9 @@ class Scheduler:
         """The attempt's outcome, recorded in the pass's batch (reported once it is durable)."""
         step = a.step
         status, exit_code, event = finished_attempt(a, code, now, self.wallclock())
-        self._record(f"{step.id} -> {status}", event)
+        # Waited on: a failure (it decides what runs next), a done step that others need.
+        self._record(f"{step.id} -> {status}", event, urgent=not self.record_ahead or status != "done"
+                     or step.id in self.dependents)
         if status != "done":  # what the conclusion needs, for the steps that did not finish
             self.out.attempts[step.id] = self.out.attempts.get(step.id, 0) + 1
             self.out.last_exit[step.id] = exit_code
@@ -347,6 +401,10 @@ class Scheduler:
             self.later(self.reporter.step_finished, step, a.n, status, round(now - a.started, 3), exit_code,
                         a.log, None)
         return status
+
+
+def _mark_durable(a: Attempt) -> None:
+    a.durable = True
 
 
 def install_signal_handlers(scheduler: Scheduler) -> Callable[[], None]:

@@ -415,6 +415,9 @@ def _log_path(opts: RunOptions, handle: RunHandle, warn: Any, follow: Any = None
     return log_path
 
 
+_AHEAD_PER_SLOT = 8  # steps recorded ahead per slot, at most (for steps of a few milliseconds)
+
+
 def _schedule(work: Job, writer: SafeWriter, units: Mapping[str, Any], decisions: Mapping[str, explain.Decision],
               opts: RunOptions, reporter: Any, lease: RunnerLease, handle: RunHandle) -> Any:
     """The steps run, interruptible: the scheduler's outcome."""
@@ -431,7 +434,11 @@ def _schedule(work: Job, writer: SafeWriter, units: Mapping[str, Any], decisions
         # parallel slots, records are flushed on a thread of their own, so the loop goes on
         # reaping and starting while the disk works, and what it collects meanwhile shares the
         # next flush (runner.flusher).
+        # The next steps' in_progress records are written while the slots are busy, a few at a
+        # time, so a slot that frees starts its next step without waiting for a flush, and the
+        # batches are fewer than the steps (Scheduler's docstring says what such a record means).
         flush_thread=jobs > 1,
+        record_ahead=_AHEAD_PER_SLOT * jobs if jobs > 1 else 0,
     )
     settle_memory()
     reporter.start(work, decisions, _estimates(units) if reporter.wants_estimates else {})
