@@ -157,7 +157,8 @@ class Recorder:
         if not (started or ended or unstarted):
             return
         with self._lock:
-            if not (self._starts or self._ended or self._unstarted):
+            first = not (self._starts or self._ended or self._unstarted)
+            if first:
                 self._since = self.clock()
             self._starts += started
             self._ended += ended
@@ -166,7 +167,15 @@ class Recorder:
                 self.held.pop(key_of(c), None)  # its slot is free for the next claim
             if ended:
                 self.pace.ended(self.clock(), len(ended))
-        self._poke()
+            # The recorder sleeps until what was posted first is due (``_due``): it is woken for
+            # the first, and again only when what is posted now may make it due sooner. (Woken at
+            # every post, it would wake about once a step, for nothing, on the GIL steps need.)
+            sooner = first or bool(unstarted) or len(self._ended) >= BATCH or any(
+                e.result["status"] != "done" for e in ended) or len(self.held) < 2 * self.supply.jobs or any(
+                self._valid.get(k, 0.0) - 2.0 * self.pace.latency - 0.5 <= self._since + GATHER
+                for k in [*(key_of(e.claim) for e in ended), *(key_of(c) for c, _ in started)])
+        if sooner:
+            self._poke()
 
     def take(self) -> list[Reply]:
         with self._lock:

@@ -25,7 +25,7 @@ import random
 import select
 import socket
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -35,7 +35,7 @@ from resumable.errors import InvalidInputError, StoreError
 from resumable.store.postgres.urls import redact
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from psycopg_pool import ConnectionPool
 
@@ -173,13 +173,16 @@ class Db:
 
     def transact(self, fn: Callable[[Connection], T], *, what: str,
                  probe: Callable[[Connection], bool] | None = None, patience: float | None = None,
-                 pipeline: bool = False) -> T:
+                 pipeline: bool = False, single: bool = False) -> T:
         """Run ``fn(conn)`` in a transaction and commit it; see the module docstring for retries.
         ``fn`` must be safe to run again from the start (it is, when a retry happens, as if it
         had never run: the server rolled it back). ``patience`` overrides the Db's for this call
         (a heartbeat gives up at once and tries again at the next beat). ``pipeline``: statements
         whose results ``fn`` does not read at once travel together, the last with the COMMIT (one
-        round trip less per statement; ``fn`` must not COPY)."""
+        round trip less per statement; ``fn`` must not COPY). ``single``: ``fn`` sends one statement,
+        which is the whole transaction: the server commits it as it ends (autocommit), in one
+        round trip with no BEGIN or COMMIT of its own; its outcome is unknown from the start if
+        the connection is lost."""
         patience = self.patience if patience is None else patience
         deadline = time.monotonic() + patience
         pause = 0.05
@@ -193,10 +196,18 @@ class Db:
                 continue
             committing = False
             try:
-                with conn.pipeline() if pipeline else nullcontext():
-                    result = fn(conn)
-                    if pipeline:
+                if single:
+                    committing = True
+                    with _autocommit(conn):
+                        result = fn(conn)
+                elif pipeline:
+                    with _pipelined(conn):
+                        result = fn(conn)
                         _drain(conn, DRAIN_TIMEOUT)
+                        committing = True
+                        conn.execute("COMMIT")
+                else:
+                    result = fn(conn)
                     committing = True
                     conn.commit()
                 return result
@@ -267,6 +278,35 @@ class Db:
     def read(self, fn: Callable[[Connection], T], *, what: str, patience: float | None = None) -> T:
         """A read-only transaction (retried like any other; there is nothing to commit)."""
         return self.transact(fn, what=what, patience=patience)
+
+
+@contextmanager
+def _autocommit(conn: Connection) -> Iterator[None]:
+    """The connection in autocommit mode for a while (each statement its own transaction, or
+    explicit BEGIN and COMMIT statements), then back as the pool hands it out."""
+    conn.autocommit = True
+    try:
+        yield
+    finally:
+        _rollback(conn)  # a transaction left open by an error is not carried into the next use
+        if not (conn.closed or conn.broken):
+            try:
+                conn.autocommit = False
+            except psycopg.Error:
+                conn.close()  # a connection in no state to be used again is not handed out
+
+
+@contextmanager
+def _pipelined(conn: Connection) -> Iterator[None]:
+    """A transaction in pipeline mode whose BEGIN and COMMIT are statements of the pipeline, so
+    they travel with the statements next to them. (psycopg's own BEGIN in pipeline mode waits for
+    its answer, and its commit() inside a pipeline and the pipeline's end each wait for one more:
+    three round trips a transaction spends on nothing but its bounds.) The connection is in
+    autocommit mode meanwhile, so psycopg adds no BEGIN of its own; the COMMIT's answer, and
+    every other not read yet, arrive when the pipeline ends."""
+    with _autocommit(conn), conn.pipeline():
+        conn.execute("BEGIN")
+        yield
 
 
 def _drain(conn: Connection, timeout: float) -> None:

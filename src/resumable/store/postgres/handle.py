@@ -12,7 +12,7 @@ from resumable.core.model import refuse_unreadable
 from resumable.errors import CorruptRunError, InvalidInputError, NoRunError, RefusedError, StoreError
 from resumable.store.postgres import runstate
 from resumable.store.postgres.queries import Q
-from resumable.store.postgres.runstate import RunState, RunWriter
+from resumable.store.postgres.runstate import RunRow, RunState, RunWriter
 from resumable.store.postgres.schema import NoSchemaError
 from resumable.store.values import Record
 
@@ -34,6 +34,10 @@ class PgRunHandle:
         self.place = place
         self._run_id = run_id
         self.state: RunState | None = None
+        # The run's row as this process last wrote it, while no other writer is known to write the
+        # run (see ``_commit_at_once``); None once another one was seen.
+        self._row: RunRow | None = None
+        self._contended = False  # a write at once found another writer's events: catch up first
         self._listener: Listener | None = None
         self._last_change = 0.0
 
@@ -121,6 +125,10 @@ class PgRunHandle:
         init = verbs.stamp_batch(events)
         for event in events:
             runstate.encode_event(event)  # refused before anything is sent
+        if not init:
+            done = self._commit_at_once(events)
+            if done is not None:
+                return done
         units = sorted({u for u in map(_unit_of, events) if u is not None})
 
         def lock_steps(conn: Connection) -> Any:
@@ -139,6 +147,60 @@ class PgRunHandle:
         result: list[Any] = self.write(body, init=init, what=f"write run {self._run_id}",
                                        first=lock_steps if units else None)
         return result
+
+    def _commit_at_once(self, events: Sequence[Event]) -> list[Any] | None:
+        """The events applied to the document this process holds and written in one round trip,
+        without first locking the run and reading what others wrote since: on a run without a job
+        (no worker writes it) that only this process has been seen writing. The write holds only
+        if the run is still at the document's sequence number (``save_if_current``); else nothing
+        was written, and None says to write the usual way (which catches up first)."""
+        state, known = self.state, self._row
+        if state is None or known is None or known.job is not None or known.seq != state.seq \
+                or known.pk != state.pk or state.doc is None:
+            return None
+        row = RunRow((known.pk, known.seq, known.status, known.job, known.stopping, known.snap_bytes,
+                      known.tail_bytes))
+        holder: list[RunWriter] = []
+        saved_before: list[bool] = []
+
+        def txn(conn: Connection) -> tuple[list[Any], Any] | None:
+            if holder:
+                return None  # tried again (the server aborted the first try): the usual write follows
+            writer = RunWriter(conn, row, state, self._run_id, self.location)
+            holder.append(writer)
+            return writer.apply(events), writer.save_if_current()
+
+        def probe(conn: Connection) -> bool:
+            saved = bool(holder) and holder[0].saved(conn)
+            if saved:
+                saved_before.append(True)
+            return saved
+
+        try:
+            got = self.place.write(txn, what=f"write run {self._run_id}", probe=probe, single=True)
+        except BaseException:
+            if holder and holder[0].applied:  # (an event refused leaves the document as it was)
+                self._forget()  # the document held changed and may not be stored: read it again
+            raise
+        if got is not None:
+            out, cursor = got
+            # The commit's answer was lost and the probe found the events; else the statement says.
+            answer = None if saved_before or cursor is None else cursor.fetchone()
+            if saved_before or answer is not None:
+                if answer is not None:
+                    row.tail_bytes, row.snap_bytes = int(answer[0]), int(answer[1])
+                self._row = row
+                return list(out)
+        # Another process wrote the run (or the try was repeated): the document held was changed
+        # by the events applied to it, so it is read again, and later writes catch up first until
+        # one finds nothing to catch up on.
+        self._forget()
+        self._contended = True
+        return None
+
+    def _forget(self) -> None:
+        self.state = None
+        self._row = None
 
     def write(self, body: Callable[[RunWriter], Any], *, init: bool = False, create: bool = False,
               what: str, patience: float | None = None, first: Callable[[Connection], Any] | None = None) -> Any:
@@ -166,11 +228,16 @@ class PgRunHandle:
             out = self.place.write(txn, what=what, probe=probe, patience=patience, pipeline=True,
                                    migrate=init or create)
         except BaseException:
+            self._row = None
             if holder and (holder[0].applied or holder[0].bodies):
                 self.state = None
             raise
         if holder:
             self.state = holder[0].state
+            # Written on a document that had missed nothing: the next write may skip catching up.
+            alone = holder[0].alone
+            self._row = holder[0].row if alone is True or (alone is None and not self._contended) else None
+            self._contended = self._contended and alone is not True
         return out
 
     def writer(self, conn: Connection, *, init: bool = False, create: bool = False,
@@ -182,6 +249,7 @@ class PgRunHandle:
         if init or create:
             conn.execute(Q.create_run, (self._run_id,))
         first_rows = first(conn) if first is not None else None
+        held = self.state.seq if self.state is not None else None
         row, caught_up = runstate.lock_and_catch_up(conn, self._run_id, self.state, self.location)
         if row is None or (row.seq == 0 and not (init or create)):
             raise self.missing()
@@ -204,6 +272,7 @@ class PgRunHandle:
             state = self.state = RunState(row.pk, 0, None)
         writer = RunWriter(conn, row, state, self._run_id, self.location)
         writer.first_rows = first_rows
+        writer.alone = None if held is None else held == row.seq
         return writer
 
     def flush(self) -> None:

@@ -57,10 +57,12 @@ def submit(place: Place, run_id: str, *, task: str, launch: Launch,
         runs = {s["id"] for s in rows_of if s["id"] in live or decisions[s["id"]]["run"]}
         rows = [_step_row(w, order, s, decisions.get(s["id"], {}), old.get(s["id"]), s["id"] in live, runs)
                 for order, s in enumerate(rows_of)]
+        dependents = _dependents(rows_of)
         from psycopg.types.json import Jsonb
 
         w.conn.execute(Q.drop_steps, {"pk": w.row.pk})
-        w.conn.cursor().executemany(Q.insert_step, [(*r[:3], Jsonb(r[3]), *r[4:11], Jsonb(r[11])) for r in rows])
+        w.conn.cursor().executemany(Q.insert_step, [(*r[:3], Jsonb(r[3]), *r[4:11], Jsonb(r[11]),
+                                                     dependents.get(r[1], [])) for r in rows])
         w.conn.execute(Q.set_job, {"pk": w.row.pk, "job": Jsonb(dict(options))})
         w.row.job, w.row.stopping = dict(options), False
         concluded = conclude.conclude(w)
@@ -71,6 +73,16 @@ def submit(place: Place, run_id: str, *, task: str, launch: Launch,
         return conn.execute(Q.lock_all_steps, {"run": run_id})  # before the run's row: the workers' lock order
 
     out: Submitted = handle.write(txn, create=True, what=f"submit run {run_id}", first=lock_steps)
+    return out
+
+
+def _dependents(steps: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Each step's dependents (the steps with a row that need it), in the job's order: a completion
+    frees them by their keys (``finish_done``)."""
+    out: dict[str, list[str]] = {}
+    for s in steps:
+        for need in s["needs"]:
+            out.setdefault(need, []).append(s["id"])
     return out
 
 

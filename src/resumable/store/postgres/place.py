@@ -49,8 +49,9 @@ class Place:
         return self.ready().read(fn, what=what, patience=patience)
 
     def write(self, fn: Callable[[Connection], T], *, what: str, probe: Callable[[Connection], bool] | None = None,
-              patience: float | None = None, pipeline: bool = False, migrate: bool = False) -> T:
-        return self.ready(migrate=migrate).transact(fn, what=what, probe=probe, patience=patience, pipeline=pipeline)
+              patience: float | None = None, pipeline: bool = False, single: bool = False, migrate: bool = False) -> T:
+        return self.ready(migrate=migrate).transact(fn, what=what, probe=probe, patience=patience, pipeline=pipeline,
+                                                    single=single)
 
     def handle(self, run_id: str) -> PgRunHandle:
         """A long-lived handle (its cached document kept between transactions), one per run."""

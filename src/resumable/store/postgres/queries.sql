@@ -5,6 +5,11 @@
 -- workers' path comes first; then runs, their history and snapshots, stored values, readers, the
 -- runner lease.
 --
+-- A statement joining rows to an array parameter (``unnest``) also names the rows' keys with
+-- ``step = ANY(...)``: the rows are then found by their primary key, whatever the planner's
+-- statistics say (those of a run submitted moments ago are stale, and a plan from them read every
+-- attempt or step of the run once per element).
+--
 -- Lock order, the same in every transaction: step rows first (claims with FOR UPDATE SKIP LOCKED,
 -- completions by their fenced claim, a handle's write by the units its events touch, a submit all
 -- of them), then the run's row, which the workers' path takes only to stop a run and to number
@@ -139,7 +144,7 @@ ORDER BY r.pk;
 UPDATE resumable_steps s SET state = 'running', worker = %(worker)s, epoch = c.epoch, not_before = NULL,
     lease_expires = now() + make_interval(secs => %(ttl)s)
 FROM unnest(%(steps)s::text[], %(epochs)s::bigint[]) AS c(step, epoch)
-WHERE s.run_pk = %(pk)s AND s.step = c.step;
+WHERE s.run_pk = %(pk)s AND s.step = ANY(%(steps)s::text[]) AND s.step = c.step;
 
 -- start_attempts --
 -- Attempts the worker started, each under the claim that still holds its step (the epoch matches):
@@ -148,7 +153,8 @@ WHERE s.run_pk = %(pk)s AND s.step = c.step;
 WITH started AS (
     UPDATE resumable_steps s SET attempt = c.n, tries = s.tries + 1
     FROM unnest(%(steps)s::text[], %(epochs)s::bigint[], %(ns)s::integer[]) AS c(step, epoch, n)
-    WHERE s.run_pk = %(pk)s AND s.step = c.step AND s.epoch = c.epoch AND s.state = 'running'
+    WHERE s.run_pk = %(pk)s AND s.step = ANY(%(steps)s::text[]) AND s.step = c.step
+      AND s.epoch = c.epoch AND s.state = 'running'
     RETURNING s.step
 ), attempts AS (
     INSERT INTO resumable_attempts (run_pk, step, n, epoch, worker, host, pid, started_at, status, log_path)
@@ -165,7 +171,8 @@ SELECT step FROM started;
 -- whose consequences come first): pending again, the epoch moved on, no attempt recorded.
 UPDATE resumable_steps s SET state = 'pending', worker = NULL, lease_expires = NULL, epoch = s.epoch + 1
 FROM unnest(%(steps)s::text[], %(epochs)s::bigint[]) AS c(step, epoch)
-WHERE s.run_pk = %(pk)s AND s.step = c.step AND s.epoch = c.epoch AND s.state = 'running'
+WHERE s.run_pk = %(pk)s AND s.step = ANY(%(steps)s::text[]) AND s.step = c.step
+      AND s.epoch = c.epoch AND s.state = 'running'
 RETURNING s.step;
 
 -- take_back --
@@ -178,7 +185,8 @@ WHERE run_pk = %(pk)s AND step = ANY(%(steps)s::text[]);
 UPDATE resumable_attempts a SET status = 'expired', finished_at = clock_timestamp(),
     reason = 'lease expired: worker ' || c.worker || ' stopped renewing it'
 FROM unnest(%(steps)s::text[], %(ns)s::integer[], %(workers)s::text[]) AS c(step, n, worker)
-WHERE a.run_pk = %(pk)s AND a.step = c.step AND a.n = c.n AND a.status = 'running';
+WHERE a.run_pk = %(pk)s AND a.step = ANY(%(steps)s::text[]) AND a.step = c.step AND a.n = c.n
+  AND a.status = 'running';
 
 -- finish_done --
 -- Steps done by the claims that still hold them (the epoch matches): done, the epoch moved on, and
@@ -188,12 +196,12 @@ WITH done AS (
     UPDATE resumable_steps s SET state = 'done', worker = NULL, lease_expires = NULL, not_before = NULL,
         epoch = s.epoch + 1, fingerprint = c.fingerprint
     FROM unnest(%(steps)s::text[], %(epochs)s::bigint[], %(fingerprints)b::jsonb[]) AS c(step, epoch, fingerprint)
-    WHERE s.run_pk = %(pk)s AND s.step = c.step AND s.epoch = c.epoch AND s.state = 'running'
-    RETURNING s.step
+    WHERE s.run_pk = %(pk)s AND s.step = ANY(%(steps)s::text[]) AND s.step = c.step AND s.epoch = c.epoch
+      AND s.state = 'running'
+    RETURNING s.step, s.dependents
 ), released AS (
     UPDATE resumable_steps d SET remaining = d.remaining - n.hits
-    FROM (SELECT d2.step, count(*) AS hits FROM resumable_steps d2 JOIN done ON d2.needs @> ARRAY[done.step]
-          WHERE d2.run_pk = %(pk)s GROUP BY d2.step) AS n
+    FROM (SELECT dep AS step, count(*) AS hits FROM done, unnest(done.dependents) AS dep GROUP BY dep) AS n
     WHERE d.run_pk = %(pk)s AND d.step = n.step
     RETURNING d.step, d.remaining, d.state
 )
@@ -234,14 +242,14 @@ WITH taken AS (
     UPDATE resumable_steps s SET state = 'running', worker = %(worker)s, epoch = c.epoch, not_before = NULL,
         lease_expires = now() + make_interval(secs => %(ttl)s)
     FROM unnest(%(take)s::text[], %(take_epochs)s::bigint[]) AS c(step, epoch)
-    WHERE s.run_pk = %(pk)s AND s.step = c.step
+    WHERE s.run_pk = %(pk)s AND s.step = ANY(%(take)s::text[]) AND s.step = c.step
     RETURNING 1
 ), finished AS (
     UPDATE resumable_attempts a SET status = c.status, exit_code = c.exit_code, reason = c.reason,
         finished_at = clock_timestamp(), log = c.log
     FROM unnest(%(steps)s::text[], %(ns)s::integer[], %(statuses)s::text[], %(exit_codes)s::integer[],
                 %(reasons)b::text[], %(logs)b::bytea[]) AS c(step, n, status, exit_code, reason, log)
-    WHERE a.run_pk = %(pk)s AND a.step = c.step AND a.n = c.n
+    WHERE a.run_pk = %(pk)s AND a.step = ANY(%(steps)s::text[]) AND a.step = c.step AND a.n = c.n
     RETURNING 1
 ), events AS (
     INSERT INTO resumable_pending_events (run_pk, tx, body)
@@ -286,20 +294,21 @@ UPDATE resumable_steps s SET state = c.state, worker = NULL, lease_expires = NUL
     not_before = CASE WHEN c.delay IS NULL THEN s.not_before ELSE now() + make_interval(secs => c.delay) END
 FROM unnest(%(steps)s::text[], %(states)s::text[], %(failures)s::integer[], %(delays)s::float8[])
     AS c(step, state, failures, delay)
-WHERE s.run_pk = %(pk)s AND s.step = c.step;
+WHERE s.run_pk = %(pk)s AND s.step = ANY(%(steps)s::text[]) AND s.step = c.step;
 
 -- stale_attempts --
 -- Completions the fence refused: kept with their attempt, never applied to the run.
 UPDATE resumable_attempts a SET stale = c.stale, log = coalesce(c.log, a.log)
 FROM unnest(%(steps)s::text[], %(ns)s::integer[], %(stales)b::jsonb[], %(logs)b::bytea[]) AS c(step, n, stale, log)
-WHERE a.run_pk = %(pk)s AND a.step = c.step AND a.n = c.n;
+WHERE a.run_pk = %(pk)s AND a.step = ANY(%(steps)s::text[]) AND a.step = c.step AND a.n = c.n;
 
 -- renew_leases --
 -- One heartbeat renews every claim a worker still holds; returns those it holds.
 WITH renewed AS (
     UPDATE resumable_steps s SET lease_expires = now() + make_interval(secs => %(ttl)s)
     FROM unnest(%(pks)s::bigint[], %(steps)s::text[], %(epochs)s::bigint[]) AS c(pk, step, epoch)
-    WHERE s.run_pk = c.pk AND s.step = c.step AND s.epoch = c.epoch AND s.state = 'running'
+    WHERE s.run_pk = c.pk AND s.step = ANY(%(steps)s::text[]) AND s.step = c.step
+      AND s.epoch = c.epoch AND s.state = 'running'
     RETURNING s.run_pk, s.step
 ), seen AS (
     UPDATE resumable_workers SET seen_at = now() WHERE id = %(worker)s
@@ -342,11 +351,10 @@ WITH done AS (
     UPDATE resumable_steps SET state = 'done', worker = NULL, lease_expires = NULL, not_before = NULL,
         epoch = epoch + 1
     WHERE run_pk = %(pk)s AND step = ANY(%(steps)s::text[]) AND state IN ('pending', 'running')
-    RETURNING step
+    RETURNING step, dependents
 ), released AS (
     UPDATE resumable_steps d SET remaining = d.remaining - n.hits
-    FROM (SELECT d2.step, count(*) AS hits FROM resumable_steps d2 JOIN done ON d2.needs @> ARRAY[done.step]
-          WHERE d2.run_pk = %(pk)s GROUP BY d2.step) AS n
+    FROM (SELECT dep AS step, count(*) AS hits FROM done, unnest(done.dependents) AS dep GROUP BY dep) AS n
     WHERE d.run_pk = %(pk)s AND d.step = n.step
 )
 SELECT count(*) FROM done;
@@ -363,8 +371,8 @@ DELETE FROM resumable_steps WHERE run_pk = %(pk)s;
 
 -- insert_step --
 INSERT INTO resumable_steps (run_pk, step, ord, spec, needs, remaining, state, epoch, attempt, worker,
-    lease_expires, fingerprint)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);
+    lease_expires, fingerprint, dependents)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);
 
 -- set_job --
 -- The run's options as submitted; a resubmitted run no longer stops.
@@ -421,6 +429,43 @@ WITH events AS (
     WHERE pk = %(pk)s
 )
 SELECT pg_notify(%(channel)s, %(run)s);
+
+-- save_events_if_current --
+-- A handle's events on a run without a job, written at once on the document this process holds:
+-- only if the run is still where it was (its last number is %(expect)s, it is live, no job, no
+-- pending events), else nothing is written and the writer catches up and tries again. The UPDATE
+-- takes the run's row lock and rechecks its condition on the row's latest version, so the events
+-- are numbered as under lock_run; everything travels with the COMMIT, in one round trip.
+WITH run AS (
+    UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s, changed_at = now(),
+        tail_bytes = tail_bytes + %(size)s
+    WHERE pk = %(pk)s AND seq = %(expect)s AND archived_at IS NULL AND job IS NULL
+      AND NOT EXISTS (SELECT 1 FROM resumable_pending_events WHERE run_pk = %(pk)s)
+    RETURNING pk, tail_bytes, snap_bytes
+), events AS (
+    INSERT INTO resumable_events (run_pk, seq, tx, body)
+    SELECT run.pk, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body
+    FROM run, unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i)
+)
+SELECT tail_bytes, snap_bytes, pg_notify(%(channel)s, %(run)s) FROM run;
+
+-- save_events_and_snapshot_if_current --
+-- As save_events_if_current, with a new snapshot of the document.
+WITH run AS (
+    UPDATE resumable_runs SET seq = %(seq)s, status = %(status)s, updated_at = %(updated)s, changed_at = now(),
+        tail_bytes = 0, snap_seq = %(seq)s, snap_bytes = %(snap_bytes)s
+    WHERE pk = %(pk)s AND seq = %(expect)s AND archived_at IS NULL AND job IS NULL
+      AND NOT EXISTS (SELECT 1 FROM resumable_pending_events WHERE run_pk = %(pk)s)
+    RETURNING pk, tail_bytes, snap_bytes
+), events AS (
+    INSERT INTO resumable_events (run_pk, seq, tx, body)
+    SELECT run.pk, %(first)s + t.i - 1, CASE WHEN t.i = 1 THEN %(tx)s END, t.body
+    FROM run, unnest(%(bodies)b::text[]) WITH ORDINALITY AS t(body, i)
+), snap AS (
+    INSERT INTO resumable_snapshots (run_pk, seq, doc) SELECT run.pk, %(seq)s, %(doc)s FROM run
+    ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc
+)
+SELECT tail_bytes, snap_bytes, pg_notify(%(channel)s, %(run)s) FROM run;
 
 -- create_run --
 -- A run's row, unless a live run of that id has one.

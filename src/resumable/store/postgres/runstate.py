@@ -34,6 +34,8 @@ from resumable.store.postgres.queries import Q
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
+    from psycopg import Cursor
+
     from resumable.core.types import Event
     from resumable.core.types import RunDocument as Doc
     from resumable.store.postgres.db import Connection
@@ -194,6 +196,9 @@ class RunWriter:
         self.applied = False  # the cached document changed: forget it if the transaction fails
         self.force_snapshot = False
         self.first_rows: Any = None  # what the writer's ``first`` statements asked for, before the lock
+        # Whether the document it started from had missed no other writer's events (None: it
+        # was read afresh).
+        self.alone: bool | None = False
 
     @property
     def doc(self) -> Mapping[str, Any]:
@@ -226,6 +231,25 @@ class RunWriter:
         caller's transaction; in pipeline mode it travels with the COMMIT)."""
         if not self.bodies:
             return
+        params, snapshot = self._params()
+        self.conn.execute(Q.save_events_and_snapshot if snapshot else Q.save_events, params)
+        self._moved_on(params, snapshot)
+
+    def save_if_current(self) -> Cursor[Any] | None:
+        """As ``save``, on a run without a job whose row this writer did not lock: written only
+        if the run is still at the writer's sequence number (the cursor, read after the COMMIT,
+        has a row then), else nothing is (see ``save_events_if_current``)."""
+        if not self.bodies:
+            return None
+        params, snapshot = self._params()
+        params["expect"] = self.row.seq
+        params["size"] = sum(len(b) for b in self.bodies)
+        cursor = self.conn.execute(Q.save_events_and_snapshot_if_current if snapshot else Q.save_events_if_current,
+                                   params)
+        self._moved_on(params, snapshot)
+        return cursor
+
+    def _params(self) -> tuple[dict[str, Any], bool]:
         first = self.row.seq + 1
         seq = self.row.seq + len(self.bodies)
         size = sum(len(b) for b in self.bodies)
@@ -244,12 +268,14 @@ class RunWriter:
         if snapshot:
             params["doc"] = jsonio.dumps(doc).decode("utf-8")
             params["snap_bytes"] = len(params["doc"])
-        self.conn.execute(Q.save_events_and_snapshot if snapshot else Q.save_events, params)
-        self.row.seq = seq
+        return params, snapshot
+
+    def _moved_on(self, params: Mapping[str, Any], snapshot: bool) -> None:
+        self.row.seq = params["seq"]
         self.row.tail_bytes = params["tail"]
         if snapshot:
             self.row.snap_bytes = params["snap_bytes"]
-        self.state.seq = seq
+        self.state.seq = params["seq"]
         self.bodies = []
 
     def saved(self, conn: Connection) -> bool:
