@@ -92,18 +92,25 @@ class BaseEnv:
     """The environment every step of a run shares, encoded for C once rather than at every start
     (``libcspawn``): the encoding of a few dozen variables would cost as much as the start."""
 
-    __slots__ = ("_encoded", "vars")
+    __slots__ = ("_encoded", "_without", "vars")
 
     def __init__(self, variables: Mapping[str, str]) -> None:
         self.vars = dict(variables)
         self._encoded: dict[str, bytes] | None = None
+        # The encoded entries but those a step sets itself, per set of names it sets (the same few
+        # for every step of a run).
+        self._without: dict[tuple[str, ...], list[bytes]] = {}
 
-    def encoded(self) -> dict[str, bytes]:
-        if self._encoded is None:
-            from resumable.runner.libcspawn import env_entry
+    def encoded_without(self, names: tuple[str, ...]) -> list[bytes]:
+        got = self._without.get(names)
+        if got is None:
+            if self._encoded is None:
+                from resumable.runner.libcspawn import env_entry
 
-            self._encoded = {k: env_entry(k, v) for k, v in self.vars.items()}
-        return self._encoded
+                self._encoded = {k: env_entry(k, v) for k, v in self.vars.items()}
+            skip = set(names)
+            got = self._without[names] = [e for k, e in self._encoded.items() if k not in skip]
+        return got
 
 
 class StepEnv(Mapping[str, str]):
@@ -131,7 +138,7 @@ class StepEnv(Mapping[str, str]):
         from resumable.runner.libcspawn import env_entry
 
         extra = self.extra
-        out = [e for k, e in self.base.encoded().items() if k not in extra]
+        out = list(self.base.encoded_without(tuple(extra)))
         out.extend(env_entry(k, v) for k, v in extra.items())
         return out
 
