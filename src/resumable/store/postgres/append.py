@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 NUMBER_EVERY = 1.0
 _last_numbered: dict[int, float] = {}
 _written: dict[int, str] = {}  # runs this process appended events to (row key -> id)
+REFRESH_LOCK = 0x736E6170  # "snap": the advisory lock space of snapshot refreshes (key: the run's row)
 
 
 class Batch:
@@ -125,6 +126,10 @@ def refresh_snapshot(place: Place, run_id: str) -> None:
         row = runstate.find_row(conn, run_id, lock=False)
         if row is None or row.seq == 0:
             return
+        wanted = conn.execute(Q.claim_refresh, {"pk": row.pk, "space": REFRESH_LOCK,
+                                                "min_tail": runstate.SNAPSHOT_MIN_TAIL}).fetchone()
+        if not (wanted and wanted[0]):
+            return  # refreshed meanwhile, or being refreshed: the document is not read for nothing
         snap = conn.execute(Q.snapshot_seq, (row.pk,)).fetchone()
         state = runstate.current(conn, row, handle.state, handle.location)
         handle.state = state

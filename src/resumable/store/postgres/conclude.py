@@ -90,5 +90,8 @@ def conclude_run(place: Place, run_id: str) -> bool:
             w.conn.execute(Q.notify, {"channel": WORK, "payload": run_id})  # workers waiting on it may exit
         return done
 
-    out: bool = handle.write(body, what=f"conclude run {run_id}")
-    return out
+    # Looked at again under the lock, before the document is read: the workers that saw the last
+    # steps end queue on the lock, and all but the first find the run concluded (each would
+    # otherwise read the whole document for nothing, one after the other, at the run's end).
+    out: bool | None = handle.write(body, what=f"conclude run {run_id}", gate=look)
+    return bool(out)

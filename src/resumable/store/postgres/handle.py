@@ -203,11 +203,14 @@ class PgRunHandle:
         self._row = None
 
     def write(self, body: Callable[[RunWriter], Any], *, init: bool = False, create: bool = False,
-              what: str, patience: float | None = None, first: Callable[[Connection], Any] | None = None) -> Any:
+              what: str, patience: float | None = None, first: Callable[[Connection], Any] | None = None,
+              gate: Callable[[Connection], bool] | None = None) -> Any:
         """Run ``body`` on a ``RunWriter`` holding the run's row lock, store what it staged, commit.
         The cached document survives only a transaction that committed. ``init``/``create``: see
         ``writer``; ``first``: statements sent before the run's lock is asked for (step rows to
-        lock first), their result in the writer's ``first_rows``."""
+        lock first), their result in the writer's ``first_rows``; ``gate``: asked once the run's
+        row is locked, before its document is read: False ends the transaction there, nothing
+        written (``write`` returns None)."""
         holder: list[RunWriter] = []
         tries = [0]
 
@@ -215,6 +218,10 @@ class PgRunHandle:
             tries[0] += 1
             if tries[0] > 1:
                 self.state = None  # an earlier try may have changed the cached document
+            if gate is not None:
+                conn.execute(Q.lock_run, (self._run_id,))
+                if not gate(conn):
+                    return None
             writer = self.writer(conn, init=init, create=create, first=first)
             holder[:] = [writer]
             out = body(writer)

@@ -323,6 +323,14 @@ SELECT pg_notify(%(channel)s, %(payload)s);
 SELECT 1 FROM resumable_pending_events WHERE run_pk = %(pk)s AND tx = %(tx)s
 UNION ALL SELECT 1 FROM resumable_events WHERE run_pk = %(pk)s AND tx = %(tx)s LIMIT 1;
 
+-- claim_refresh --
+-- Whether to refresh the run's snapshot: the events after it still outgrow it, and no other
+-- process is refreshing it (a lock of this transaction, tried, not waited for). The workers that
+-- numbered events together all hear that the tail outgrew the snapshot; one of them refreshes it.
+SELECT tail_bytes >= greatest(snap_bytes, %(min_tail)s)
+    AND pg_try_advisory_xact_lock(%(space)s::integer, mod(pk, 2147483647)::integer)
+FROM resumable_runs WHERE pk = %(pk)s;
+
 -- refresh_snapshot --
 -- A newer snapshot of the document (a pure function of the events up to its sequence number),
 -- stored without the run's lock; an older one never replaces a newer.
