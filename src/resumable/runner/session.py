@@ -430,7 +430,8 @@ def _schedule(work: Job, writer: SafeWriter, units: Mapping[str, Any], decisions
         spawner=process.spawn, reporter=reporter, groups=lease,
         log_path=_log_path(opts, handle, reporter.warn, reporter.will_log if reporter.follower else None),
         # Steps start on the scheduler's thread (posix_spawn returns once the step's program is
-        # running: a thread per start would cost more CPU in hand-offs than it saves); with
+        # running: a thread per start would cost more CPU in hand-offs than it saves), through the
+        # C library without the GIL (runner.libcspawn), so the flusher works meanwhile; with
         # parallel slots, records are flushed on a thread of their own, so the loop goes on
         # reaping and starting while the disk works, and what it collects meanwhile shares the
         # next flush (runner.flusher).
