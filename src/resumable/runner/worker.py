@@ -92,7 +92,8 @@ class Worker:
         self.worker_id = self.opts.worker_id or f"{os.uname().nodename}-{os.getpid()}-{secrets.token_hex(3)}"
         self.info = self.queue.worker_info(self.worker_id)
         self.secret = secrets.token_hex(16)
-        self.env = dict(os.environ if self.base_env is None else self.base_env)
+        # Shared by every step, encoded for the start once (``process.BaseEnv``), not copied per step.
+        self.env = process.BaseEnv(os.environ if self.base_env is None else self.base_env)
         self.jobs = self.opts.jobs if self.opts.jobs > 0 else (os.cpu_count() or 1)
         self.stopping = False
         self.queued: deque[ClaimLike] = deque()  # claims held, not started
@@ -325,10 +326,10 @@ class Worker:
         if "upstream" in c.spec:  # what its needs made, as the store read them when it was claimed
             fprint["needs"] = c.spec["upstream"]
         differs = fingerprint_differences(c.spec.get("fingerprint"), fprint)
-        env = dict(self.env)
-        env.update(step.env)
-        env.update({"RESUMABLE_RUN": c.run_id, "RESUMABLE_STEP": step.id, "RESUMABLE_ATTEMPT": str(c.n),
+        own = dict(step.env)
+        own.update({"RESUMABLE_RUN": c.run_id, "RESUMABLE_STEP": step.id, "RESUMABLE_ATTEMPT": str(c.n),
                     process.TOKEN_ENV: self.secret})
+        env = process.StepEnv(self.env, own)
         log = step.log or c.log
         wall = self.wallclock()
         started = self.clock()

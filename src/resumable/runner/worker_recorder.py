@@ -98,8 +98,11 @@ class Pace:
     def __init__(self) -> None:
         self.ends: deque[tuple[float, int]] = deque()
         self.latency = 0.0  # seconds, a moving average
+        self.first: float | None = None  # when the first outcome came
 
     def ended(self, now: float, n: int) -> None:
+        if self.first is None:
+            self.first = now
         self.ends.append((now, n))
         while self.ends and self.ends[0][0] < now - self.WINDOW:
             self.ends.popleft()
@@ -108,14 +111,20 @@ class Pace:
         self.latency = seconds if not self.latency else 0.7 * self.latency + 0.3 * seconds
 
     def rate(self) -> float:
-        """Steps ended per second, lately."""
-        return sum(n for _, n in self.ends) / self.WINDOW
+        """Steps ended per second, lately: over the ``WINDOW``, or over the time since the first
+        outcome while that is shorter (else a worker's first second, its steps ending at full
+        speed, would count a fraction of its rate and hold too few claims ahead)."""
+        if not self.ends or self.first is None:
+            return 0.0
+        span = min(self.WINDOW, max(self.ends[-1][0] - self.first, 0.05))
+        return sum(n for _, n in self.ends) / span
 
     def cover(self, jobs: int) -> int:
-        """Claims that end within two transactions' time at the recent rate, and within ``GATHER``
-        (up to one more per slot), so outcomes can wait for company while no slot waits."""
+        """Claims that end, at the recent rate, within the ``LINGER`` an outcome always waits for
+        company and two transactions' time (until the transaction it travels with has landed with
+        the next claims), and within ``GATHER`` (up to one more per slot): no slot waits."""
         rate = self.rate()
-        return math.ceil(2.0 * rate * self.latency) + min(math.ceil(rate * GATHER), jobs)
+        return math.ceil(rate * (LINGER + 2.0 * self.latency)) + min(math.ceil(rate * GATHER), jobs)
 
 
 class Recorder:

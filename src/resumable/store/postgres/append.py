@@ -105,7 +105,7 @@ def number_written(place: Place) -> None:
 
 def number_events(place: Place, run_id: str, pk: int) -> None:
     """Number the run's committed pending events (unless another process holds the run's row: it
-    numbers them), tell watchers, and refresh the snapshot when the events after it outgrew it."""
+    numbers them), tell watchers, and have the snapshot refreshed when the events after it outgrew it."""
     def txn(conn: Connection) -> Any:
         # One round trip: the numbering, the notification, the COMMIT (read after it).
         numbered = conn.execute(Q.sequence_events, {"pk": pk, "run": None, "min_tail": runstate.SNAPSHOT_MIN_TAIL,
@@ -114,7 +114,7 @@ def number_events(place: Place, run_id: str, pk: int) -> None:
 
     got = place.write(txn, what=f"number the events of run {run_id}", patience=0, pipeline=True).fetchone()
     if got is not None and got[2]:
-        refresh_snapshot(place, run_id)
+        place.refresher().ask(run_id)  # beside this thread's transactions (``snapshots``)
 
 
 def refresh_snapshot(place: Place, run_id: str) -> None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from resumable.store.postgres.db import Connection
     from resumable.store.postgres.handle import PgRunHandle
     from resumable.store.postgres.listen import Listener
+    from resumable.store.postgres.snapshots import Refresher
 
 T = TypeVar("T")
 
@@ -29,6 +30,7 @@ class Place:
         self.no_schema: schema.NoSchemaError | None = None  # what a read of a database without it said
         self.handles: dict[str, PgRunHandle] = {}
         self.follow_ups: dict[int, tuple[str, bool]] = {}  # run row key -> (id, seen with nothing open)
+        self._refresher: Refresher | None = None
 
     @property
     def root(self) -> str:
@@ -74,7 +76,18 @@ class Place:
         tag = hashlib.sha256(self.db.display.encode()).hexdigest()[:12]
         return os.path.join(base, "resumable", f"pg-{tag}")
 
+    def refresher(self) -> Refresher:
+        """Where snapshot refreshes are asked for (a thread of their own, started at first use)."""
+        if self._refresher is None:
+            from resumable.store.postgres.snapshots import Refresher
+
+            self._refresher = Refresher(self.db.url)
+        return self._refresher
+
     def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.close()
+            self._refresher = None
         for handle in self.handles.values():
             handle.close()
         self.handles.clear()
