@@ -237,7 +237,9 @@ class Loop:
                 self.running[sid] = a  # counts towards -j from now; started once durable
             else:
                 ahead.append(a)  # started by a later pass, in a slot that frees
-            if s.launcher is not None:
+            if s.launcher is not None and launch:
+                # Its log made on a launcher while its record is flushed; one recorded ahead has
+                # its record durable long before it starts, and its spawn makes the log itself.
                 s.launcher.prepare(a.log)
 
     def ahead_depth(self) -> tuple[int, int]:
