@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from runnerhelpers import spawn_cli, status_of, units, write
 from test_scheduler import Clock, FakeProc, Reporter, S, Spawner, Store
 
@@ -30,7 +31,8 @@ def _scheduler(steps: list[Step], spawner: Spawner, store: Store, clock: Clock, 
                      clock=clock, wallclock=clock, sleep=clock.sleep, base_env={}, **kw)
 
 
-def test_steps_recorded_ahead_start_and_are_reported_only_once_durable() -> None:
+@pytest.mark.parametrize("launchers", [0, 2])
+def test_steps_recorded_ahead_start_and_are_reported_only_once_durable(launchers: int) -> None:
     clock = Clock()
     log: list[tuple[str, str, str]] = []
     lock = threading.Lock()
@@ -59,7 +61,7 @@ def test_steps_recorded_ahead_start_and_are_reported_only_once_durable() -> None
     spawner = LoggingSpawner(clock, {s.id: [(0.01, 0)] for s in steps})
     store = SlowStore()
     out = _scheduler(steps, spawner, store, clock, LoggingReporter(), flush_thread=True,
-                     record_ahead=8).run()
+                     record_ahead=8, launch_threads=launchers).run()
     assert out.all_done
     assert spawner.max_parallel <= 2
     spawns = [k for kind, k, _ in log if kind == "spawn"]
