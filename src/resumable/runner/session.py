@@ -416,7 +416,6 @@ def _log_path(opts: RunOptions, handle: RunHandle, warn: Any, follow: Any = None
 
 
 _AHEAD_PER_SLOT = 8  # steps recorded ahead per slot, at most (for steps of a few milliseconds)
-_LAUNCHERS = 4  # launcher threads at most: each waits in posix_spawn for a child to exec
 
 
 def _schedule(work: Job, writer: SafeWriter, units: Mapping[str, Any], decisions: Mapping[str, explain.Decision],
@@ -430,19 +429,17 @@ def _schedule(work: Job, writer: SafeWriter, units: Mapping[str, Any], decisions
         Options(jobs=opts.jobs, keep_going=opts.keep_going, max_failures=opts.max_failures, force=opts.force),
         spawner=process.spawn, reporter=reporter, groups=lease,
         log_path=_log_path(opts, handle, reporter.warn, reporter.will_log if reporter.follower else None),
-        # Steps start on launcher threads, one per slot (up to _LAUNCHERS), through the C library
-        # without the GIL (runner.libcspawn): posix_spawn returns only once the child has exec'd,
-        # which on a busy machine waits for a CPU for the child, and the loop must go on reaping
-        # the other slots meanwhile; the launchers also create each log file ahead of its start. With parallel
-        # slots, records are flushed on a thread of their own, so the loop goes on reaping and
-        # starting while the disk works, and what it collects meanwhile shares the next flush
-        # (runner.flusher).
+        # Steps start on the scheduler's thread (posix_spawn returns once the step's program is
+        # running: a thread per start costs more CPU in hand-offs than it saves, measured), through
+        # the C library without the GIL (runner.libcspawn), so the flusher works meanwhile; with
+        # parallel slots, records are flushed on a thread of their own, so the loop goes on
+        # reaping and starting while the disk works, and what it collects meanwhile shares the
+        # next flush (runner.flusher).
         # The next steps' in_progress records are written while the slots are busy, a few at a
         # time, so a slot that frees starts its next step without waiting for a flush, and the
         # batches are fewer than the steps (Scheduler's docstring says what such a record means).
         flush_thread=jobs > 1,
         record_ahead=_AHEAD_PER_SLOT * jobs if jobs > 1 else 0,
-        launch_threads=min(jobs, _LAUNCHERS) if jobs > 1 else 0,
     )
     settle_memory()
     reporter.start(work, decisions, _estimates(units) if reporter.wants_estimates else {})
