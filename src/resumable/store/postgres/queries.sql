@@ -333,9 +333,16 @@ FROM resumable_runs WHERE pk = %(pk)s;
 
 -- refresh_snapshot --
 -- A newer snapshot of the document (a pure function of the events up to its sequence number),
--- stored without the run's lock; an older one never replaces a newer.
-WITH snap AS (
-    INSERT INTO resumable_snapshots (run_pk, seq, doc) VALUES (%(pk)s, %(seq)s, %(doc)s)
+-- built without the run's lock; an older one never replaces a newer. The run's row is locked
+-- before the snapshot's row, in the lock order above: a handle's write holds the run's row and then
+-- writes the snapshot's, so a refresh that took the snapshot's row first waited for that write's
+-- run row while the write waited for its snapshot row, until the server's deadlock check (a second)
+-- broke the tie. When the row is held (numbering, a handle's write), nothing is stored: the next
+-- numbering that finds the events outgrowing the snapshot asks again.
+WITH target AS (
+    SELECT pk FROM resumable_runs WHERE pk = %(pk)s FOR NO KEY UPDATE SKIP LOCKED
+), snap AS (
+    INSERT INTO resumable_snapshots (run_pk, seq, doc) SELECT target.pk, %(seq)s, %(doc)s FROM target
     ON CONFLICT (run_pk) DO UPDATE SET seq = excluded.seq, doc = excluded.doc
     WHERE resumable_snapshots.seq < excluded.seq
     RETURNING 1
