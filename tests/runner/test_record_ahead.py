@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import signal
-import threading
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from runnerhelpers import spawn_cli, status_of, units, write
-from test_scheduler import Clock, FakeProc, Reporter, S, Spawner, Store
+from test_scheduler import Clock, OrderLog, Reporter, S, Spawner, Store
 
 from resumable.runner.explain import plan
 from resumable.runner.jobfile import Job, Step
@@ -34,32 +32,18 @@ def _scheduler(steps: list[Step], spawner: Spawner, store: Store, clock: Clock, 
 @pytest.mark.parametrize("launchers", [0, 2])
 def test_steps_recorded_ahead_start_and_are_reported_only_once_durable(launchers: int) -> None:
     clock = Clock()
-    log: list[tuple[str, str, str]] = []
-    lock = threading.Lock()
-
-    class SlowStore(Store):
-        def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
-            time.sleep(0.002)  # a slow flush: anything acted on too early shows up first
-            with lock:
-                log.extend(("commit", ev["unit"], ev["state"]) for ev in events if ev["t"] == "unit")
-            return super().commit(events, lazy_view=lazy_view)
-
-    class LoggingSpawner(Spawner):
-        def __call__(self, argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> FakeProc:
-            with lock:
-                log.append(("spawn", argv[-1], ""))
-            return super().__call__(argv, cwd, env, log_path)
+    order = OrderLog(0.002)
+    log = order.entries
 
     class LoggingReporter(Reporter):
         def step_finished(self, step: Step, attempt: int, status: str, duration: float,
                           exit_code: int | None, log_: str, retry_in: float | None) -> None:
-            with lock:
-                log.append(("report", step.id, status))
+            order.add(("report", step.id, status))
 
     # Twenty independent steps and a chain: the chain's steps wait on outcomes, the others do not.
     steps = [S(f"s{i}") for i in range(20)] + [S("c0"), S("c1", "c0"), S("c2", "c1")]
-    spawner = LoggingSpawner(clock, {s.id: [(0.01, 0)] for s in steps})
-    store = SlowStore()
+    spawner = order.spawner(clock, {s.id: [(0.01, 0)] for s in steps})
+    store = order.store()
     out = _scheduler(steps, spawner, store, clock, LoggingReporter(), flush_thread=True,
                      record_ahead=8, launch_threads=launchers).run()
     assert out.all_done

@@ -3,6 +3,8 @@ retries and timeouts, without spawning anything."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -161,6 +163,42 @@ class Reporter:
         pass
 
 
+class OrderLog:
+    """What a test of the commit ordering watches, from whichever thread did it: the unit records of
+    each commit (made slow, so that anything acted on too early shows up first), each spawn, and
+    whatever else a test adds, in the order it happened."""
+
+    def __init__(self, flush_delay: float) -> None:
+        self.entries: list[tuple[str, str, str]] = []
+        self._lock = threading.Lock()
+        self._delay = flush_delay
+
+    def add(self, *entries: tuple[str, str, str]) -> None:
+        with self._lock:
+            self.entries.extend(entries)
+
+    def store(self) -> Store:
+        order = self
+
+        class SlowStore(Store):
+            def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
+                time.sleep(order._delay)
+                order.add(*(("commit", ev["unit"], ev["state"]) for ev in events if ev["t"] == "unit"))
+                return super().commit(events, lazy_view=lazy_view)
+
+        return SlowStore()
+
+    def spawner(self, clock: Clock, script: dict[str, list[tuple[float, int]]]) -> Spawner:
+        order = self
+
+        class LoggingSpawner(Spawner):
+            def __call__(self, argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> FakeProc:
+                order.add(("spawn", argv[-1], ""))
+                return super().__call__(argv, cwd, env, log_path)
+
+        return LoggingSpawner(clock, script)
+
+
 def run(steps: list[Step], script: Mapping[str, Sequence[tuple[Any, ...]]],
         **opts: Any) -> tuple[Outcome, Spawner, Store, Clock, Reporter]:
     clock = Clock()
@@ -264,29 +302,12 @@ def test_interrupt_records_interrupted() -> None:
 def test_threaded_group_commit_acts_only_on_durable_records() -> None:
     """With launcher and flusher threads and a slow store: every process starts after a commit that
     recorded its start, and after a commit that recorded the outcome of each step it needs."""
-    import threading
-    import time
-
     clock = Clock()
-    log: list[tuple[str, str, str]] = []
-    lock = threading.Lock()
-
-    class SlowStore(Store):
-        def commit(self, events: Sequence[dict[str, Any]], *, lazy_view: bool = False) -> list[Any]:
-            time.sleep(0.005)  # a slow flush: anything acted on too early shows up first
-            with lock:
-                log.extend(("commit", ev["unit"], ev["state"]) for ev in events if ev["t"] == "unit")
-            return super().commit(events, lazy_view=lazy_view)
-
-    class LoggingSpawner(Spawner):
-        def __call__(self, argv: list[str], cwd: str, env: Mapping[str, str], log_path: str) -> FakeProc:
-            with lock:
-                log.append(("spawn", argv[-1], ""))
-            return super().__call__(argv, cwd, env, log_path)
-
+    order = OrderLog(0.005)
+    log = order.entries
     steps = [S("a"), S("b", "a"), S("c"), S("d", "c"), S("e", "b", "d")]
-    spawner = LoggingSpawner(clock, {k: [(0.05, 0)] for k in "abcde"})
-    store = SlowStore()
+    spawner = order.spawner(clock, {k: [(0.05, 0)] for k in "abcde"})
+    store = order.store()
     rep = Reporter()
     job = Job("j", tuple(steps), "test")
     sched = Scheduler(job, SafeWriter(store, rep.warn), {}, plan(job, {}, force=False), Options(jobs=2),
