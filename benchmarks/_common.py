@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchmarks import fscreate
 from benchmarks.fsinfo import describe_or_refuse
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,13 +26,18 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 
 @contextmanager
-def scratch(base: str, allow_tmpfs: bool) -> Iterator[tuple[Path, str]]:
+def scratch(base: str, allow_tmpfs: bool, *, settle: bool = False) -> Iterator[tuple[Path, str]]:
+    """A scratch directory under ``base``, removed afterwards. ``settle``: for a benchmark that
+    creates a file per step, first wait for file creation to cost what it normally does
+    (``fscreate``)."""
     Path(base).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".proof-work-", dir=base))
     try:
         fs = describe_or_refuse(str(work), allow_tmpfs)
         print(f"filesystem: {fs}", flush=True)
         print(f"python: {sys.version.split()[0]} ({sys.executable})", flush=True)
+        if settle:
+            print(fscreate.settle(work), flush=True)
         yield work, fs
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -267,7 +267,7 @@ def main() -> int:
         have_doit = False
     precompile()
     results = []
-    with scratch(args.dir, args.allow_tmpfs) as (work, _fs):
+    with scratch(args.dir, args.allow_tmpfs, settle=True) as (work, _fs):
         print(f"cpus {os.cpu_count()}; load average {os.getloadavg()[0]:.2f}; steps `touch out/s<i>`,"
               " two at a time", flush=True)
         for n in sizes:
@@ -279,7 +279,7 @@ def main() -> int:
     if args.inputs_steps:
         from benchmarks import runner_inputs
 
-        with scratch(args.dir, args.allow_tmpfs) as (work, _fs):
+        with scratch(args.dir, args.allow_tmpfs, settle=True) as (work, _fs):
             plain, with_inputs = runner_inputs.measure(work, args.inputs_steps, max(args.repeat, 3))
             floor = runner_inputs.stat_floor(work, args.inputs_steps, args.repeat)
         checks.append(runner_inputs.check(args.inputs_steps, plain, with_inputs, floor))

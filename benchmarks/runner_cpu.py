@@ -174,7 +174,7 @@ def run(base: str, allow_tmpfs: bool, sizes: list[int], repeat: int, large_repea
 
     precompile()  # as installed: no command compiles its modules anew
     figs = []
-    with scratch(base, allow_tmpfs) as (work, _fs):
+    with scratch(base, allow_tmpfs, settle=True) as (work, _fs):
         print(f"cpus {os.cpu_count()}; load average {os.getloadavg()[0]:.2f}; steps `touch out/s<i>`,"
               " two at a time; CPU time of the runner and its steps, minus xargs -P 2's", flush=True)
         for n in sorted(sizes):

@@ -107,7 +107,7 @@ def main() -> int:
     from benchmarks._common import precompile
 
     precompile()
-    with scratch(args.dir, args.allow_tmpfs) as (work, _fs):
+    with scratch(args.dir, args.allow_tmpfs, settle=True) as (work, _fs):
         print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
         plain, inputs = measure(work, args.steps, args.repeat)
         floor = stat_floor(work, args.steps, args.repeat)

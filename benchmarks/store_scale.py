@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     k = 15 if args.quick else 41
     checks: list[tuple[str, float, float]] = []
     precompile()  # as installed: no call compiles its modules anew
-    with scratch(args.dir, args.allow_tmpfs) as (work, _fs):
+    with scratch(args.dir, args.allow_tmpfs, settle=True) as (work, _fs):
         runs = work / "runs"
         cmd = cli_command()
         env = {k_: v for k_, v in os.environ.items() if not k_.startswith("RESUMABLE_")}
