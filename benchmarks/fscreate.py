@@ -16,8 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-SETTLED_US = 40.0  # CPU per create at most, once settled (0.02-0.03 ms on a quiet ext4 here; runs that
-# started at 51-56 us measured the runner 40 % dearer)
+# CPU per create at most, once settled: 0.02-0.03 ms on a quiet ext4 here; the two runs of the
+# runner's CPU that started at 51-56 us measured 0.54-0.68 ms a step, against 0.29-0.38 below 40 us.
+SETTLED_US = 40.0
 MAX_WAIT_S = 300.0
 PROBE_FILES = 500
 
