@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-# CPU per create at most, once settled: 0.02-0.03 ms on a quiet ext4 here; the two runs of the
-# runner's CPU that started at 51-56 us measured 0.54-0.68 ms a step, against 0.29-0.38 below 40 us.
+# CPU per create at most, once settled: 0.02-0.03 ms on a quiet ext4 here, and 0.1-0.7 ms in the
+# spell; a probe of 500 creates in a new directory may still miss a spell in another block group.
 SETTLED_US = 40.0
 MAX_WAIT_S = 300.0
 PROBE_FILES = 500
