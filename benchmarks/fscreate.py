@@ -41,12 +41,9 @@ def settle(where: Path, max_wait: float = MAX_WAIT_S) -> str:
     while cost > SETTLED_US and time.monotonic() - t0 < max_wait:
         time.sleep(10)
         cost = create_cost_us(where)
-    waited = time.monotonic() - t0
-    if cost > SETTLED_US:
-        return (f"file creation: {cost:.0f} us of CPU a file after waiting {waited:.0f} s (settled is"
-                f" <= {SETTLED_US:.0f} us): the figures below include a file system still slow from"
-                " recent deletions")
+    line = f"file creation: {cost:.0f} us of CPU a file"
     if first > SETTLED_US:
-        return (f"file creation: {first:.0f} us a file at first (recent deletions), {cost:.0f} us after"
-                f" waiting {waited:.0f} s")
-    return f"file creation: {cost:.0f} us of CPU a file"
+        line += f" ({first:.0f} us at first; waited {time.monotonic() - t0:.0f} s)"
+    if cost > SETTLED_US:
+        line += f": still above the settled {SETTLED_US:.0f} us, the figures below include recent deletions' cost"
+    return line

@@ -115,7 +115,7 @@ def measure(work: Path, n: int, repeat: int, with_doit: bool) -> Size:
     def move_aside(path: Path) -> None:
         # Never deleted before the benchmark ends: deleting thousands of files makes the next
         # creations many times dearer for minutes (ext4 without a journal here), which would charge
-        # the measured command for the cleanup of the one before (see benchmarks.runner_cpu).
+        # the measured command for the cleanup of the one before (see benchmarks.fscreate).
         if path.exists():
             path.rename(aside / f"{path.name}{len(list(aside.iterdir()))}")
 

@@ -83,9 +83,8 @@ def _median(samples: list[tuple[float, float]]) -> tuple[float, float]:
 
 def fresh_out(work: Path, i: int, who: str) -> None:
     """An empty ``out`` for round ``i``, the last one moved aside. Nothing is deleted until the
-    benchmark ends: deleting thousands of files makes the file system's next creations many times
-    dearer for minutes (0.7 ms a file right after 20,000 deletions instead of 0.02 ms on ext4 here),
-    which would charge whatever is measured next for the benchmark's own cleanup."""
+    benchmark ends: deleting thousands of files makes the next creations many times dearer for
+    minutes (``benchmarks.fscreate``), which would charge what is measured next for the cleanup."""
     out = work / "out"
     if out.exists():
         out.rename(work / f"out-{who}{i}")
