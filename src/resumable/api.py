@@ -66,6 +66,9 @@ class Run:
         self.handle = handle
         self.backend = backend
         self._by_path = by_path  # opened by a .json path (ulpi's form), not by run id
+        self._allow_pickle = False  # open_run(..., allow_pickle=True): the default of its steps
+        self._durable = False  # opened with task=: Ctrl-C under ``with`` is one line and exit 130
+        self._interrupted = False  # Ctrl-C came while open_run opened it (durable.interrupts)
 
     @property
     def run_id(self) -> str:
@@ -283,53 +286,76 @@ class Run:
                  key: Callable[..., object] | None = None, version: str | int | None = None,
                  serializer: str | Serializer = "json", retries: int = 0, backoff: float = 1.0,
                  retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-                 retry_failed: bool = True) -> Callable[P, R]: ...
+                 retry_failed: bool = True, paths: str = "name", allow_pickle: bool | None = None,
+                 rate: str | None = None) -> Callable[P, R]: ...
 
         @overload
         def step(self, fn: None = None, /, *, name: str | None = None,
                  key: Callable[..., object] | None = None, version: str | int | None = None,
                  serializer: str | Serializer = "json", retries: int = 0, backoff: float = 1.0,
                  retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-                 retry_failed: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+                 retry_failed: bool = True, paths: str = "name", allow_pickle: bool | None = None,
+                 rate: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
     def step(self, fn: Any = None, /, *, name: str | None = None, key: Any = None,
              version: Any = None,
              serializer: Any = "json", retries: int = 0, backoff: float = 1.0, retry_on: Any = Exception,
-             retry_failed: bool = True) -> Any:
-        """Decorate a function (``def`` or ``async def``) so that each call is a unit of this run,
-        executed once and then answered from the record: ``@run.step`` or ``@run.step(...)``.
+             retry_failed: bool = True, paths: str = "name", allow_pickle: bool | None = None,
+             rate: str | None = None) -> Any:
+        """Decorate a function (``def`` or ``async def``, or a method in a class body) so that each
+        call is a unit of this run, executed once and then answered from the record: ``@run.step``
+        or ``@run.step(...)``.
 
         ``key``: a function of the call's arguments giving its key (a str or int is used as it is,
-        anything else is hashed); by default a hash of the arguments' canonical JSON (arguments
-        without one are refused: pass ``key=``). ``version``: change it to stop reusing results
-        recorded with another version (changing the code alone does not). ``serializer``: "json"
-        (default), "pickle" (trusted runs directories only) or an object with name, dumps, loads.
-        ``retries``/``backoff``/``retry_on``: attempts after an exception, waiting backoff * 2^(k-1).
-        ``retry_failed=False``: a failure recorded by an earlier run is raised (StepFailed) instead
-        of running the step again. ``name``: the units' id prefix (default: the function's name)."""
+        anything else is hashed); by default a hash of the arguments: plain JSON by its canonical
+        text, numpy arrays, pandas objects, dataclasses, attrs and pydantic models, bytes, paths and
+        ``self`` by their content (docs/durable.md has the rules). ``paths="content"``: a ``Path``
+        argument is keyed by the bytes of the file (or tree) it names, not by its text.
+        ``version``: change it to stop reusing results recorded with another version (changing the
+        code alone does not). Results are stored as JSON, .npy, Parquet or a tree of those and
+        dataclass fields, whichever holds them exactly; ``allow_pickle=True`` (default: the run's,
+        ``open_run(..., allow_pickle=)``) pickles what none holds, read back only from a store only
+        you can write to; ``serializer``: "pickle" or an object with name, dumps, loads, for every
+        result. ``retries``/``backoff``/``retry_on``: attempts after an exception, waiting
+        backoff * 2^(k-1). ``retry_failed=False``: a failure recorded by an earlier run is raised
+        (StepFailed) instead of running the step again. ``rate="50/min"``: at most that many
+        starts (retries included) per period in this process, spread evenly. ``name``: the units'
+        id prefix (default: the function's name; ``Class.method`` for a method)."""
         from resumable.durable.opening import engine_of
         from resumable.durable.steps import decorate
 
+        self._check_interrupted()
         return decorate(engine_of(self), fn, name=name, key=key, version=version, serializer=serializer,
-                        retries=retries, backoff=backoff, retry_on=retry_on, retry_failed=retry_failed)
+                        retries=retries, backoff=backoff, retry_on=retry_on, retry_failed=retry_failed,
+                        paths=paths, allow_pickle=self._allow_pickle if allow_pickle is None else allow_pickle,
+                        rate=rate)
 
     def map(self, step: Callable[..., R], *iterables: Iterable[Any], jobs: int | None = None,
-            executor: str = "thread", progress: bool | None = None, on_error: str = "return"
-            ) -> list[R | StepFailed]:
-        """``step`` (a step of this run, or a plain function, made one) over the items, on ``jobs``
-        threads (default 8) or processes (``executor="process"``); each item is recorded as it
-        ends. Returns the results in order; a failed item's place holds a ``StepFailed``
-        (``on_error="raise"`` raises the first). ``progress``: a bar on stderr (default: on a
-        terminal)."""
+            executor: str = "thread", progress: bool | None = None, on_error: str = "return",
+            rate: str | None = None) -> list[R | StepFailed]:
+        """``step`` (a step of this run, a method step of an instance, or a plain function, made one)
+        over the items, on ``jobs`` threads (default 8) or processes (``executor="process"``); each
+        item is recorded as it ends, and the map records its true total first (``status`` shows
+        191/400). Returns the results in order; a failed item's place holds a ``StepFailed``
+        (``on_error="raise"`` raises the first). ``rate="50/min"``: at most that many starts per
+        period in this process, retries included, spread evenly. ``progress``: a bar on stderr
+        (default: on a terminal)."""
+        import inspect
+
         from resumable.durable.opening import engine_of
         from resumable.durable.pool import run_map
         from resumable.durable.steps import decorate, step_of
 
-        wrapper = step if step_of(step) is not None else decorate(engine_of(self), step)
+        self._check_interrupted()
+        bound: tuple[Any, ...] = ()
+        target: Any = step
+        if inspect.ismethod(step) and step_of(step.__func__) is not None:
+            bound, target = (step.__self__,), step.__func__  # an instance's method step: self leads each item
+        wrapper = target if step_of(target) is not None else decorate(engine_of(self), target)
         found = step_of(wrapper)
         assert found is not None
         out: list[R | StepFailed] = run_map(found, wrapper, iterables, jobs=jobs, executor=executor,
-                                            progress=progress, on_error=on_error)
+                                            progress=progress, on_error=on_error, rate=rate, bound=bound)
         return out
 
     def finish(self, result: str | None = None) -> str:
@@ -355,6 +381,11 @@ class Run:
         self.handle.close()
 
     def __enter__(self) -> Run:
+        if self._interrupted:  # Ctrl-C while open_run opened it: nothing ran yet
+            from resumable.durable import interrupts
+
+            self.close()
+            interrupts.exit_interrupted(0)
         return self
 
     def __exit__(
@@ -364,28 +395,51 @@ class Run:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt) and self._durable:
+            from resumable.durable import interrupts
+
+            # Every call that ended is recorded (each records itself; a map lets its running items end).
+            engine = self.__dict__.get("_durable_engine")
+            interrupts.exit_interrupted(engine.recorded if engine is not None else 0)
+
+    def _check_interrupted(self) -> None:
+        if self._interrupted:
+            self._interrupted = False
+            raise KeyboardInterrupt
 
 
 def open_run(
     run: str | os.PathLike[str], *, runs_dir: str | os.PathLike[str] | None = None, store_url: str | None = None,
-    task: str | None = None,
+    task: str | None = None, allow_pickle: bool = False,
 ) -> Run:
     """A run by id, or by the path of its ``.json`` status file. Without ``task``, opening does not
     touch the store; the first write of ``init`` creates the run. With ``task`` (for durable steps),
     the run is created when missing (or aborted), and resumed otherwise, a done one included (see
-    ``resumable.durable.opening``). ``store_url`` (or ``RESUMABLE_STORE``) selects a PostgreSQL
-    store instead of the runs directory."""
-    text = os.fspath(run)
-    if text.endswith(".json"):
-        opened = Run(store.open_path(text), by_path=True)
+    ``resumable.durable.opening``); under ``with``, Ctrl-C then records what finished, prints one
+    line and exits 130. ``store_url`` (or ``RESUMABLE_STORE``) selects a PostgreSQL store instead
+    of the runs directory. ``allow_pickle``: the run's steps may pickle results no other format
+    holds (``Run.step``)."""
+    if task is None:
+        opened = _open(run, runs_dir, store_url)
     else:
-        backend = store.open_backend(runs_dir, url=store_url)
-        opened = Run(backend.open(text), backend)
-    if task is not None:
+        from resumable.durable import interrupts
         from resumable.durable.opening import open_with_task
 
-        open_with_task(opened, task)
+        with interrupts.held() as held:
+            opened = _open(run, runs_dir, store_url)
+            opened._durable = True
+            open_with_task(opened, task)
+        opened._interrupted = held.caught
+    opened._allow_pickle = bool(allow_pickle)
     return opened
+
+
+def _open(run: str | os.PathLike[str], runs_dir: str | os.PathLike[str] | None, store_url: str | None) -> Run:
+    text = os.fspath(run)
+    if text.endswith(".json"):
+        return Run(store.open_path(text), by_path=True)
+    backend = store.open_backend(runs_dir, url=store_url)
+    return Run(backend.open(text), backend)
 
 
 def read_doc(path: str | os.PathLike[str]) -> RunDocument:

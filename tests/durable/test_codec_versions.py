@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import resumable
+from resumable.durable.codec import RESULT_FORMAT
 
 SCRIPT = textwrap.dedent("""
     import sys, resumable
@@ -30,9 +31,9 @@ def test_a_newer_result_format_is_refused_not_overwritten(tmp_path: Path) -> Non
     assert first.stdout == "4\n"
     run = resumable.open_run("r", runs_dir=runs)
     uid = next(u for u in run.doc["units"] if u.startswith("double:"))
-    result = {**run.doc["units"][uid]["result"], "v": 2, "codec": "future"}
+    result = {**run.doc["units"][uid]["result"], "v": RESULT_FORMAT + 1, "codec": "future"}
     run.handle.commit([{"t": "unit", "unit": uid, "state": "done", "fields": {"result": result}}])
     run.close()
     again = subprocess.run([sys.executable, "-c", SCRIPT, str(runs)], capture_output=True, text=True, check=True)
     assert again.stdout.startswith("refused:") and "newer resumable" in again.stdout
-    assert resumable.open_run("r", runs_dir=runs).doc["units"][uid]["result"]["v"] == 2
+    assert resumable.open_run("r", runs_dir=runs).doc["units"][uid]["result"]["v"] == RESULT_FORMAT + 1

@@ -16,6 +16,7 @@ exists to avoid. Callers that need the old value keep a deep copy themselves.
     resolve     {ids}
     validation  {status, note?}
     finalize    {status, result?, clock?}
+    map         {step, units, done?, rate?, interval?}  a durable step's run.map began: its true total (``maps``)
 
 ``clock`` (optional) is the event's time with milliseconds. A runner session runs from its ``begin``
 to its ``finalize``; the document sums the sessions in ``ranSeconds`` (``sessionStartedAt`` while
@@ -65,6 +66,8 @@ if TYPE_CHECKING:
         InvalidateEvent,
         Item,
         ItemEvent,
+        MapEvent,
+        MapTotal,
         Phase,
         PhaseEvent,
         ResolveEvent,
@@ -417,8 +420,38 @@ def _apply_begin(doc: Doc, ev: BeginEvent) -> Output:
     return None
 
 
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _apply_map(doc: Doc, ev: MapEvent) -> Output:
+    step = _need(ev, "step")
+    units = _need(ev, "units")
+    done = ev.get("done", 0)
+    rate = ev.get("rate")
+    interval = ev.get("interval")
+    if not isinstance(step, str) or not step:
+        raise InvalidInputError("a map event needs the step's name")
+    if not _count(units) or not _count(done) or (rate is not None and not isinstance(rate, str)) or (
+            interval is not None and (isinstance(interval, bool) or not isinstance(interval, int | float)
+                                      or not _finite(interval) or interval <= 0)):
+        raise InvalidInputError("a map event needs counts >= 0 (units, done), and a rate with a positive interval")
+    at = ev["at"]
+    upgrade(doc)
+    maps = doc.get("maps")
+    if not isinstance(maps, dict):
+        maps = doc["maps"] = {}
+    entry: MapTotal = {"units": units, "done": done, "startedAt": at}
+    if rate is not None and interval is not None:
+        entry["rate"] = rate
+        entry["interval"] = float(interval)
+    maps[step] = entry
+    doc["updatedAt"] = at
+    return None
+
+
 _KINDS = frozenset({"init", "base", "unit", "invalidate", "phase", "item", "resolve", "validation", "finalize",
-                    "begin"})
+                    "begin", "map"})
 
 
 def is_event(value: object) -> TypeGuard[Event]:
@@ -458,4 +491,6 @@ def apply(doc: Doc | None, event: Event) -> tuple[Doc, Output]:
         return doc, _apply_validation(doc, event)
     if event["t"] == "finalize":
         return doc, _apply_finalize(doc, event)
+    if event["t"] == "map":
+        return doc, _apply_map(doc, event)
     return doc, _apply_begin(doc, event)

@@ -30,7 +30,7 @@ PhaseState = Literal["pending", "running", "done", "blocked", "skipped"]
 AttemptState = Literal["running", "done", "failed", "timeout", "interrupted"]
 ValidationStatus = Literal["green", "red"]
 EventKind = Literal["init", "base", "begin", "unit", "invalidate", "phase", "item", "resolve", "validation",
-                    "finalize"]
+                    "finalize", "map"]
 
 # --- the document ------------------------------------------------------------------------------
 
@@ -128,13 +128,19 @@ class Fingerprint(TypedDict):
 
 class StoredResult(TypedDict, total=False):
     """A durable function's recorded value (its unit's ``result``): inline JSON (``value``), a
-    serializer's bytes in base64 (``b64``), or a blob of ``size`` bytes named by ``ref``."""
+    serializer's bytes in base64 (``b64``), or a blob of ``size`` bytes named by ``ref``; an array,
+    a frame or a tree of them carries its format version ``v`` (durable.formats)."""
 
-    codec: Required[str]  # "json", or the serializer's name
+    codec: Required[str]  # "json", "npy", "parquet", "tree", or the serializer's name
     value: Any  # the user's own data
     b64: str
     ref: str
     size: int
+    v: int
+    dtype: Any  # an array's, as .npy writes it (for people reading the record)
+    shape: list[int]
+    kind: str  # parquet: "frame" or "series"
+    name: Any  # a series' name
 
 
 class Phase(TypedDict, total=False):
@@ -187,6 +193,19 @@ class RunDocument(TypedDict, total=False):
     sessionStartedAt: str  # while a runner session is open (``begin`` to ``finalize``)
     ranSeconds: float  # the sessions' summed time
     adoptedEventLog: AdoptedEventLog  # how far ulpi's event log beside the run has been taken in
+    maps: dict[str, MapTotal]  # durable step name -> what its last run.map expects (the true total)
+
+
+class MapTotal(TypedDict, total=False):
+    """What the last ``run.map`` of a durable step said it would leave (``map`` event): the step's
+    unit count once the map ends, how many were done when it began (for an ETA), when, and its
+    rate limit. One per step, replaced by each map: never a record per item."""
+
+    units: Required[int]
+    done: int
+    startedAt: str
+    rate: str  # as given ("50/min")
+    interval: float  # its seconds between starts
 
 
 class AdoptedEventLog(TypedDict):
@@ -336,8 +355,21 @@ class FinalizeEvent(TypedDict):
     result: NotRequired[str]
 
 
+class MapEvent(TypedDict):
+    """A durable step's ``run.map`` began: the step's unit count once it ends (``units``), how many
+    of them were done then, and its rate limit; the document keeps the last one per step (``maps``)."""
+
+    t: Literal["map"]
+    at: NotRequired[str]
+    step: str
+    units: int
+    done: NotRequired[int]
+    rate: NotRequired[str]
+    interval: NotRequired[float]
+
+
 Event = (InitEvent | BaseEvent | BeginEvent | UnitEvent | InvalidateEvent | PhaseEvent | ItemEvent
-         | ResolveEvent | ValidationEvent | FinalizeEvent)
+         | ResolveEvent | ValidationEvent | FinalizeEvent | MapEvent)
 
 
 class StepFinding(TypedDict):

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         InvalidateEvent,
         ItemEvent,
         Launch,
+        MapEvent,
         PhaseEvent,
         ResolveEvent,
         UnitEvent,
@@ -191,3 +192,14 @@ def finalize(status: str, result: str | None = None) -> FinalizeEvent:
     if result is not None:
         event["result"] = result
     return _checked(event)
+
+
+def map_started(step: str, units: int, done: int = 0, rate: tuple[str, float] | None = None) -> MapEvent:
+    """A durable step's ``run.map`` began: the step will have ``units`` units when it ends, ``done``
+    of them are done now (the true total and the ETA of ``status``); ``rate``: its limit as given
+    and its seconds between starts."""
+    event: MapEvent = {"t": "map", "step": step, "units": units, "done": done}
+    if rate is not None:
+        event["rate"], event["interval"] = rate
+    return event
+

@@ -18,6 +18,7 @@ from resumable.durable.codec import error_line, error_record
 
 if TYPE_CHECKING:
     from resumable.core.types import Attempt, AttemptState, StepError
+    from resumable.durable.rate import Gate
 
 
 class StepFailed(Exception):
@@ -53,16 +54,25 @@ class Policy:
         return RetryPolicy(backoff=self.backoff, jitter=0.0).delay(k, lambda: 0.0) if self.backoff > 0 else 0.0
 
 
-class Outcome:
-    """What running a step produced: the attempts (as records), and the value or the exception."""
+class NotStarted(BaseException):
+    """A call that never started: the map stopped while it waited for its rate limit."""
 
-    __slots__ = ("attempts", "exc", "ok", "value")
+
+class Outcome:
+    """What running a step produced: the attempts (as records), and the value or the exception.
+    ``packed``: the value pickled by a pool's worker process (``worker``), unpacked by the caller;
+    ``retryable``: the last attempt failed with an exception the step retries on, for a caller that
+    runs the retries itself (a rate-limited map on an executor)."""
+
+    __slots__ = ("attempts", "exc", "ok", "packed", "retryable", "value")
 
     def __init__(self) -> None:
         self.attempts: list[Attempt] = []
         self.ok = False
         self.value: Any = None
         self.exc: BaseException | None = None
+        self.packed: bytes | None = None
+        self.retryable = False
 
     def error(self) -> StepError | None:
         last = self.attempts[-1] if self.attempts else None
@@ -84,12 +94,15 @@ def failed_attempt(n: int, exc: BaseException, started_wall: float, started: flo
 
 
 def run_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], policy: Policy,
-             first_n: int, on_failed: Callable[[Attempt], None] | None = None) -> Outcome:
-    """Attempts until one returns or the retries are spent. BaseExceptions that are not
-    ``Exception`` (KeyboardInterrupt, SystemExit) propagate: the caller records them interrupted."""
+             first_n: int, on_failed: Callable[[Attempt], None] | None = None, gate: Gate | None = None) -> Outcome:
+    """Attempts until one returns or the retries are spent, each passing ``gate`` (rate limits) first.
+    BaseExceptions that are not ``Exception`` (KeyboardInterrupt, SystemExit) propagate: the caller
+    records them interrupted; ``NotStarted`` when the gate was called off before the first attempt."""
     out = Outcome()
     n = first_n
     for k in range(policy.retries + 1):
+        if gate and not gate.pass_():
+            raise NotStarted if k == 0 else KeyboardInterrupt("the map stopped while a retry waited")
         started_wall, started = time.time(), time.monotonic()
         try:
             value = fn(*args, **kwargs)
@@ -102,6 +115,7 @@ def run_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
                 n += 1
                 continue
             out.exc = exc
+            out.retryable = isinstance(exc, policy.retry_on)
             return out
         out.attempts.append(attempt_record(n, "done", started_wall, started))
         out.ok, out.value = True, value
@@ -110,13 +124,16 @@ def run_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
 
 
 async def run_async(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], policy: Policy,
-                    first_n: int, on_failed: Callable[[Attempt], None] | None = None) -> Outcome:
+                    first_n: int, on_failed: Callable[[Attempt], None] | None = None,
+                    gate: Gate | None = None) -> Outcome:
     """``run_sync`` for ``async def`` steps; cancellation propagates (recorded interrupted)."""
     import asyncio
 
     out = Outcome()
     n = first_n
     for k in range(policy.retries + 1):
+        if gate:
+            await gate.apass()
         started_wall, started = time.time(), time.monotonic()
         try:
             value = await fn(*args, **kwargs)

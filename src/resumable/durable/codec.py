@@ -1,17 +1,23 @@
 """A step's result as the run stores it, and back; a failure as the run stores it.
 
-A result is one unit field, ``result``, replaced whole by every new result:
+A result is one unit field, ``result``, replaced whole by every new result, in the first format that
+holds the value exactly:
 
     {"codec": "json", "value": <the JSON value>}          in the document, up to 64 KiB encoded
     {"codec": "json", "ref": "sha256:<hex>", "size": N}    larger: a content-addressed blob
-    {"codec": "pickle", "b64": "<base64>"}                 other serializers: bytes, inline ...
-    {"codec": "pickle", "ref": "sha256:<hex>", "size": N}  ... or in a blob
+    {"codec": "npy" | "parquet" | "tree", "v": 2, ...}     arrays, frames, dataclasses (``formats``)
+    {"codec": "pickle", "b64": "<base64>"}                 pickle, when allowed, or another
+    {"codec": "pickle", "ref": "sha256:<hex>", "size": N}  serializer: bytes, inline or in a blob
 
 JSON is the default: what the document can hold, readable with ``jq``. A call returns what a later
 run's cache hit would return (the value decoded from what was stored), so the first run and a resumed
-one see the same types: a tuple comes back as a list, a dict's int keys as strings. Unpickling runs
-code chosen by whoever wrote the bytes: ``serializer="pickle"`` is for runs directories that only
-you can write to (resumable refuses a runs directory other users can write to, for that reason too).
+one see the same types: a tuple comes back as a list, a dict's int keys as strings. A value JSON
+cannot hold goes to ``formats`` (.npy, Parquet, a tree of those and dataclass fields), then to pickle
+if the step or the run allows it; otherwise the call fails, saying what it returned and what to do.
+
+Unpickling runs code chosen by whoever wrote the bytes: a pickled result is read only when the store
+says nobody else could have written it (``RunHandle``'s ``Provenance``: a runs directory, the run's
+files and the blob owned by this user and writable by nobody else); otherwise reading it is refused.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ import traceback
 from typing import Any, Protocol
 
 from resumable.core import jsonio
-from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError
+from resumable.durable import formats
+from resumable.errors import CorruptRunError, InvalidInputError, NewerFormatError, RefusedError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,29 +89,35 @@ def serializer_of(choice: object) -> Serializer | None:
 class Blobs(Protocol):
     def put_blob(self, data: bytes) -> str: ...
     def get_blob(self, ref: str) -> bytes: ...
+    def pickle_problem(self, ref: str | None) -> str | None:
+        """Why a pickle read from the run (its records, and the blob ``ref``) may hold bytes someone
+        else wrote, or None."""
+        ...
 
 
-def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -> tuple[StoredResult, Any, int]:
+def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str, *,
+           allow_pickle: bool = False) -> tuple[StoredResult, Any, int]:
     """(the ``result`` field to record, the value the call returns, a bound on how deep the field
     nests). Blobs are stored here, before the record that names them is committed. A JSON text of n
     characters nests at most n // 2 levels (each level opens and closes a bracket)."""
     if serializer is None:
         try:
             data = jsonio.dumps(value)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(
-                f"step {step} returned a value JSON cannot hold ({exc}): return plain data (dict,"
-                " list, str, int, float, bool, None), or use serializer='pickle'") from exc
+        except (TypeError, ValueError):
+            return typed(value, blobs, step, allow_pickle)
         stored = jsonio.loads(data)
         # JSON object keys are strings: {1: "a", "1": "b"} is written with the key "1" twice, and read
         # back with one of them. Such a text never survives a round trip at its length.
         if len(jsonio.dumps(stored)) != len(data):
-            raise InvalidInputError(f"step {step} returned {colliding_keys(value)}: JSON object keys are strings,"
-                                    " so one value would be lost; return distinct keys, or use serializer='pickle'")
+            return typed(value, blobs, step, allow_pickle)
         if len(data) > INLINE_LIMIT:
             return {"codec": "json", "ref": blobs.put_blob(data), "size": len(data)}, stored, 1
         # Two decodings: the document keeps one, the caller gets its own to change as it likes.
         return {"codec": "json", "value": stored}, jsonio.loads(data), 1 + len(data) // 2
+    return serialized(value, serializer, blobs, step)
+
+
+def serialized(value: Any, serializer: Serializer, blobs: Blobs, step: str) -> tuple[StoredResult, Any, int]:
     try:
         raw = serializer.dumps(value)
     except Exception as exc:
@@ -117,6 +130,32 @@ def encode(value: Any, serializer: Serializer | None, blobs: Blobs, step: str) -
     else:
         field = {"codec": serializer.name, "b64": base64.b64encode(raw).decode("ascii")}
     return field, serializer.loads(raw), 1
+
+
+def typed(value: Any, blobs: Blobs, step: str, allow_pickle: bool) -> tuple[StoredResult, Any, int]:
+    """A value JSON does not hold exactly, in the format that does (``formats``), else pickled when
+    allowed, else the call's failure."""
+    from collections.abc import Iterator
+
+    if isinstance(value, Iterator):
+        raise InvalidInputError(
+            f"step {step} returned a {formats.type_name(value)}, an iterator: its items are made only as it"
+            " is read, so nothing could be stored; return a list of them (return list(...))")
+    writer = formats.Writer(blobs.put_blob)
+    try:
+        field: Any = writer.encode(value)
+    except formats.NotHeld as why:
+        if allow_pickle:
+            return serialized(value, PICKLE, blobs, step)
+        what = why.what if why.where == "result" else f"a value whose {why.where} is {why.what}"
+        raise InvalidInputError(
+            f"step {step} returned {what}, which no format it may use holds exactly (JSON, .npy, Parquet,"
+            " dataclass fields): return plain data, arrays, frames or dataclasses, or let the step pickle it"
+            " with @run.step(allow_pickle=True)") from None
+    reader = formats.Reader(lambda ref: writer.parts.get(ref) or blobs.get_blob(ref), f"step {step}")
+    inline = field.get("value")
+    depth = 2 + len(jsonio.dumps(inline)) // 2 if inline is not None else 2
+    return field, reader.decode(field), depth
 
 
 def colliding_keys(value: Any) -> str:
@@ -139,12 +178,14 @@ def colliding_keys(value: Any) -> str:
 
 # Result records written by a newer resumable carry a higher "v" (this version writes none, meaning
 # 1): they are refused, never taken for "another serializer" and overwritten by a re-run.
-RESULT_FORMAT = 1
+RESULT_FORMAT = formats.FORMAT
+_TYPED = frozenset({"json", "npy", "parquet", "tree"})
 
 
-def decodable(field: object, serializer: Serializer | None) -> bool:
-    """Whether a recorded result can be read back by a step with this serializer: JSON always, and
-    what the step's own serializer wrote. A result written by another serializer runs the step again."""
+def decodable(field: object, serializer: Serializer | None, allow_pickle: bool = False) -> bool:
+    """Whether a recorded result can be read back by a step with this serializer: JSON and the typed
+    formats always, a pickle when the step allows pickle, and what the step's own serializer wrote. A
+    result written by another serializer runs the step again."""
     if not isinstance(field, dict):
         return False
     version = field.get("v", 1)
@@ -152,7 +193,8 @@ def decodable(field: object, serializer: Serializer | None) -> bool:
         raise NewerFormatError(f"a recorded step result has format {version}, this resumable reads up to"
                                f" {RESULT_FORMAT}: it was written by a newer resumable; upgrade to read it")
     codec = field.get("codec")
-    return codec == "json" or (serializer is not None and codec == serializer.name)
+    return codec in _TYPED or (serializer is not None and codec == serializer.name) \
+        or (allow_pickle and codec == PICKLE.name)
 
 
 def fresh_copy(value: Any) -> Any:
@@ -184,6 +226,14 @@ def decode(field: Mapping[str, Any], serializer: Serializer | None, blobs: Blobs
             return jsonio.loads(data)
         except ValueError as exc:
             raise CorruptRunError(f"{where}: its recorded result is not valid JSON ({exc})") from exc
+    if codec != "json" and codec in _TYPED:
+        return formats.Reader(blobs.get_blob, where).decode(field)
+    if codec == PICKLE.name:
+        problem = blobs.pickle_problem(ref if isinstance(ref, str) else None)
+        if problem is not None:
+            raise RefusedError(f"{where}: its recorded result is a pickle, and {problem}: unpickling runs code,"
+                               " so it is read only from a store nobody else can write to")
+        serializer = PICKLE if serializer is None or serializer.name != PICKLE.name else serializer
     assert serializer is not None and codec == serializer.name
     if isinstance(ref, str):
         raw = blobs.get_blob(ref)

@@ -16,6 +16,7 @@ goes with every batch.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import Counter
 from concurrent.futures import CancelledError, Executor, Future
@@ -29,7 +30,8 @@ from resumable.durable.executors import Flight, failed_future, fatal
 if TYPE_CHECKING:
     from resumable.durable.attempts import Outcome
     from resumable.durable.engine import Call
-    from resumable.durable.pool import Mapping
+    from resumable.durable.mapping import Mapping
+    from resumable.durable.rate import Gate
     from resumable.durable.shipping import Work
 
 distributed: Any = _distributed  # its functions are not annotated: used as Any, not as untyped calls
@@ -40,8 +42,9 @@ _PASSED_ON = ("workers", "resources", "allow_other_workers", "retries")  # of Cl
 class DaskFlight(Flight):
     batched = True
 
-    def __init__(self, m: Mapping, executor: Executor, payload: bytes | Work, limit: int) -> None:
-        super().__init__(m, executor, payload, limit)
+    def __init__(self, m: Mapping, executor: Executor, payload: bytes | Work, limit: int,
+                 gate: Gate | None = None) -> None:
+        super().__init__(m, executor, payload, limit, gate)
         self.client: Any = executor._client  # type: ignore[attr-defined]
         given: dict[str, object] = getattr(executor, "_kwargs", {})
         self.options = {k: v for k, v in given.items() if k in _PASSED_ON}
@@ -83,8 +86,12 @@ class DaskFlight(Flight):
         """The futures that ended: at least one (waits), and every other one already ended; the
         results of the finished ones fetched with one gather."""
         refused, self.refused = self.refused, []
-        block = not refused and not self.completed.is_empty()
+        waiting = self.waiting()  # items wait for a rate limit: never block past their start
+        block = not refused and not self.completed.is_empty() and not waiting
         ended = self.completed.next_batch(block=block)
+        if not ended and not refused and waiting:
+            time.sleep(min(0.05, self.wait_for()))
+            return []
         self.fetch(ended)
         out: list[Any] = refused
         for f in ended:

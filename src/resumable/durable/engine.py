@@ -34,6 +34,7 @@ from typing import Any
 
 from resumable.core import verbs
 from resumable.core.stamps import stamp
+from resumable.durable.rate import Limiter
 from resumable.durable.records import Records
 from resumable.errors import NoRunError, ResumableError
 
@@ -84,6 +85,28 @@ class Engine:
         self.record_start_after = START_RECORD_AFTER
         self.closed = False
         self.steps: dict[str, tuple[str, str]] = {}  # step name -> (module, qualname) defining it
+        self.recorded = 0  # calls this process recorded (said when it is interrupted)
+        self._count_lock = threading.Lock()
+        self._limiters: dict[tuple[str, str], Limiter] = {}  # (step, rate) -> the maps' limit
+        self.interrupted = False  # Ctrl-C came while open_run opened the run (``interrupts``)
+
+    def count_recorded(self, n: int) -> None:
+        if n:
+            with self._count_lock:
+                self.recorded += n
+
+    def map_limiter(self, step: str, rate: object) -> Limiter:
+        """The limit of ``run.map(step, ..., rate=rate)`` in this process: one per step and rate, so
+        that maps of one step made one after another (or at once, in threads) share it."""
+        key = (step, str(rate))
+        with self._claims_lock:
+            found = self._limiters.get(key)
+        if found is None:
+            made = Limiter.of(rate)
+            assert made is not None
+            with self._claims_lock:
+                found = self._limiters.setdefault(key, made)
+        return found
 
     # -- claims (this process) --
     def claim(self, uid: str) -> threading.Event | None:

@@ -22,6 +22,7 @@ from resumable.core.model import check_unit_id, unit_status, units_of
 from resumable.durable.codec import error_line
 from resumable.durable.engine import Engine, interrupted_leftovers, open_engine
 from resumable.errors import InvalidInputError, NoRunError, RefusedError
+from resumable.view.units import tally
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -74,10 +75,12 @@ def finish(engine: Engine, result: str | None = None) -> str:
         if findings:
             head.append(verbs.item(findings))
         done = len(units) - len(not_done)
+        unreached = tally(doc, keep=0).unreached  # items of a map that never ran (it was stopped)
         summary = result if result is not None else (
             f"{done} step(s) done" + (f", {len(not_done)} not done: {', '.join(not_done[:10])}"
-                                      + (" ..." if len(not_done) > 10 else "") if not_done else ""))
-        status = "needs_attention" if not_done or findings else "done"
+                                      + (" ..." if len(not_done) > 10 else "") if not_done else "")
+            + (f", {unreached} item(s) of a map not run yet" if unreached else ""))
+        status = "needs_attention" if not_done or findings or unreached else "done"
         try:
             records.commit_now([*head, verbs.finalize(status, summary)])
         except RefusedError as refusal:

@@ -10,6 +10,11 @@ a worker hands its record over and takes its next item without waiting for the f
 A failing item does not stop the others: its failure is recorded and its place in the returned list
 holds a ``StepFailed`` (``on_error="raise"`` raises the first one instead, once every item has
 ended). Ctrl-C stops starting new items; the ones running finish and are recorded.
+
+**The true total.** Before the first item runs, the map records how many units its step will have
+once it ends (one ``map`` record per map, whatever its size): ``status`` shows ``191/400`` for a map
+stopped half way, not ``191/191``. **Rate limits** (``rate="50/min"``, and the step's own) are
+passed by every attempt, on threads in the worker threads, on an executor by the caller.
 """
 
 from __future__ import annotations
@@ -20,98 +25,25 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from resumable.core import verbs
 from resumable.durable import shipping, worker
-from resumable.durable.attempts import StepFailed, as_failure
-from resumable.durable.digest import Recorded
+from resumable.durable.attempts import NotStarted, StepFailed, as_failure
 from resumable.durable.engine import Call
-from resumable.durable.executors import Flight, default_limit, flight
-from resumable.durable.progress import Bar, open_bar
+from resumable.durable.executors import Flight, default_limit
+from resumable.durable.mapping import Mapping
+from resumable.durable.progress import open_bar
+from resumable.durable.rate import Gate, Limiter
 from resumable.durable.records import Ticket, gc_paused
 from resumable.durable.steps import Step
 from resumable.errors import InvalidInputError
 
-if TYPE_CHECKING:
-    from collections import abc  # ``Mapping`` here is the map over items, below
-
-
-class Mapping:
-    """One ``run.map`` call: the items, their places in the result, and the bar."""
-
-    def __init__(self, step: Step, items: list[tuple[Any, ...]], bar: Bar) -> None:
-        self.step = step
-        self.items = items
-        self.bar = bar
-        self.results: list[Any] = [None] * len(items)
-        self.places: dict[str, list[int]] = {}  # unit id -> places of the items still to run
-        self.args: dict[str, tuple[Any, ...]] = {}
-
-    def settle(self, uid: str, value: Any, failed: bool) -> None:
-        places = self.places.get(uid, [])
-        for i in places:
-            self.results[i] = value
-        self.bar.advance(len(places), failed=len(places) if failed else 0)
-
-    def look_up(self, chunk: int = 2048) -> None:
-        """Answer every recorded item; group the rest by unit id (equal items run once). From a
-        digest when this process has not loaded the run (``digest``), else in chunks under the
-        records' lock: one lock, one look at the run and one tick of the bar per chunk."""
-        digest = self.step.engine.records.take_digest()
-        if digest is not None:
-            self.look_up_in(digest.units, chunk)
-            return
-        step, records, items = self.step, self.step.engine.records, self.items
-        for start in range(0, len(items), chunk):
-            with records.lock:
-                units = records.units()
-                self.answer(range(start, min(start + chunk, len(items))), units,
-                            functools.partial(answer_unit, step, units))
-
-    def look_up_in(self, units: dict[str, Recorded], chunk: int) -> None:
-        """``look_up`` from a digest's units, whose results are handed out as they are: to the
-        first place of each; a repeated item gets its own copy."""
-        step, given = self.step, set()
-
-        def answer(uid: str) -> tuple[bool, Any]:
-            fresh = uid not in given
-            given.add(uid)
-            return step.answer_recorded(uid, units.get(uid), copy=not fresh)
-
-        for start in range(0, len(self.items), chunk):
-            self.answer(range(start, min(start + chunk, len(self.items))), units, answer)
-
-    def answer(self, places: range, units: abc.Mapping[str, object], answer: Callable[[str], tuple[bool, Any]]) -> None:
-        step, items = self.step, self.items
-        answered = failed = 0
-        for i in places:
-            args = items[i]
-            uid = step.unit_id(args, {}, units)
-            if uid in self.places:
-                self.places[uid].append(i)
-                continue
-            try:
-                found, value = answer(uid)
-            except StepFailed as exc:
-                found, value = True, exc
-                failed += 1
-            if found:
-                self.results[i] = value
-                answered += 1
-            else:
-                self.places[uid] = [i]
-                self.args[uid] = args
-        self.bar.advance(answered, failed=failed)
-
-
-def answer_unit(step: Step, units: abc.Mapping[str, object], uid: str) -> tuple[bool, Any]:
-    return step.answer(uid, units.get(uid))
-
 
 def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int | None, executor: str | Executor,
-            progress: bool | None, on_error: str) -> list[Any]:
+            progress: bool | None, on_error: str, rate: object = None, bound: tuple[Any, ...] = ()) -> list[Any]:
+    """``bound``: arguments every item starts with (the instance of a method step)."""
     if step.is_async:
         raise InvalidInputError(f"run.map runs plain functions; step {step.name} is async: use"
                                 " asyncio.gather(*(step(x) for x in items))")
@@ -122,10 +54,13 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
         raise InvalidInputError("run.map needs at least one iterable of items")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InvalidInputError("jobs= takes an integer >= 1")
-    # Checked before anything is looked up or submitted: a step no worker could run is refused.
-    payload = shipping.ship(step, wrapper, executor) if executor != "thread" else None
+    limiter = step.engine.map_limiter(step.name, rate) if rate is not None else None
+    gate = step.gate(limiter)
+    # Checked before anything is looked up or submitted: a step no worker could run is refused. With
+    # a rate limit the workers make one attempt per item; the caller runs the retries through it.
+    payload = shipping.ship(step, wrapper, executor, one_attempt=gate is not None) if executor != "thread" else None
     with gc_paused():  # a tuple per item: by the hundred thousand, and no cycles
-        items = [tuple(t) for t in zip(*iterables, strict=False)]
+        items = [(*bound, *t) if bound else tuple(t) for t in zip(*iterables, strict=False)]
     bar = open_bar(step.name, len(items), progress)
     mapping = Mapping(step, items, bar)
     try:
@@ -133,13 +68,14 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
             mapping.look_up()
         if mapping.places:
             step.engine.ensure_session()
+            record_total(mapping, limiter)
             if executor == "thread":
-                _threads(mapping, jobs or 8)
+                _threads(mapping, jobs or 8, gate)
             elif executor == "process":
-                _processes(mapping, payload, jobs or os.cpu_count() or 1)
+                _processes(mapping, payload, jobs or os.cpu_count() or 1, gate)
             else:
                 assert not isinstance(executor, str) and payload is not None
-                flight(mapping, executor, payload, jobs or default_limit(executor)).run()
+                flight(mapping, executor, payload, jobs or default_limit(executor), gate).run()
     finally:
         bar.close()
     if on_error == "raise":
@@ -147,6 +83,24 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
             if isinstance(r, StepFailed):
                 raise r
     return mapping.results
+
+
+def record_total(m: Mapping, limiter: Limiter | None) -> None:
+    """The map's ``map`` record: its step's unit count once it ends, and how many are done now."""
+    units, done = m.totals
+    rate = (limiter.text, limiter.interval) if limiter is not None else None
+    m.step.engine.records.commit([verbs.map_started(m.step.name, units, done, rate)])
+
+
+def flight(m: Mapping, executor: Executor, payload: bytes | shipping.Work, limit: int, gate: Gate | None) -> Flight:
+    """The flight of ``m``'s items on ``executor``: through its client for a Dask cluster's own
+    executor (``dask_client``), else through ``submit``."""
+    kind = type(executor)
+    if kind.__name__ == "ClientExecutor" and kind.__module__ == "distributed.cfexecutor":
+        from resumable.durable.dask_client import DaskFlight
+
+        return DaskFlight(m, executor, payload, limit, gate)
+    return Flight(m, executor, payload, limit, gate)
 
 
 def _executor(executor: object) -> str | Executor:
@@ -210,7 +164,7 @@ def _prepare(m: Mapping, prepared: dict[str, Call | None], reserved: set[str]) -
             prepared[uid] = step.begin_call(uid)
 
 
-def _work(m: Mapping, tally: Countdown, uid: str, call: Call | None) -> None:
+def _work(m: Mapping, tally: Countdown, uid: str, call: Call | None, gate: Gate | None) -> None:
     """Run one item in a pool thread, settle it once recorded, and count it ended on ``tally``."""
     step, engine = m.step, m.step.engine
     ended = False  # whether this item was counted (or its ticket's callback took it over)
@@ -230,12 +184,17 @@ def _work(m: Mapping, tally: Countdown, uid: str, call: Call | None) -> None:
                 ended = True
                 tally.ended()
                 return
-            run = functools.partial(step.run, uid)
+            run = functools.partial(step.run, uid, gate=gate)
         else:
             call.started, call.started_wall = time.monotonic(), time.time()  # it starts now
-            run = functools.partial(step.execute, call)
+            run = functools.partial(step.execute, call, gate=gate)
         try:
             events, value, exc = run(m.args[uid], {})
+        except NotStarted:  # the map stopped while this item waited for its rate limit
+            engine.release(uid)
+            ended = True
+            tally.ended()
+            return
         except BaseException:
             engine.release(uid)
             raise
@@ -245,6 +204,8 @@ def _work(m: Mapping, tally: Countdown, uid: str, call: Call | None) -> None:
             ended = True
             engine.release(uid)
             error = ticket.error or exc
+            if ticket.error is None:
+                engine.count_recorded(1)
             m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
             tally.ended()
 
@@ -254,7 +215,7 @@ def _work(m: Mapping, tally: Countdown, uid: str, call: Call | None) -> None:
             tally.ended(exc)
 
 
-def _threads(m: Mapping, jobs: int) -> None:
+def _threads(m: Mapping, jobs: int, gate: Gate | None) -> None:
     engine = m.step.engine
     prepared: dict[str, Call | None] = {}
     reserved: set[str] = set()
@@ -273,6 +234,8 @@ def _threads(m: Mapping, jobs: int) -> None:
     for item in prepared.items():
         todo.put(item)
     stop = threading.Event()
+    if gate is not None:
+        gate.cancel = stop  # a wait for the rate limit ends when the map stops
 
     def loop() -> None:
         while not stop.is_set():
@@ -280,7 +243,7 @@ def _threads(m: Mapping, jobs: int) -> None:
                 item = todo.get_nowait()
             except queue.Empty:
                 return
-            _work(m, tally, *item)
+            _work(m, tally, *item, gate)
 
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="resumable-map")
     try:
@@ -299,7 +262,7 @@ def _threads(m: Mapping, jobs: int) -> None:
         raise tally.errors[0]
 
 
-def _processes(m: Mapping, payload: Any, jobs: int) -> None:
+def _processes(m: Mapping, payload: Any, jobs: int, gate: Gate | None) -> None:
     """``executor="process"``: a pool of our own, started with ``spawn`` (nothing of this process, its
     lease included, is inherited), whose workers die with this process (``worker.die_with_parent``)."""
     import multiprocessing
@@ -307,6 +270,6 @@ def _processes(m: Mapping, payload: Any, jobs: int) -> None:
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                initializer=worker.die_with_parent, initargs=(os.getpid(),))
     try:
-        Flight(m, pool, payload, 2 * jobs).run()
+        Flight(m, pool, payload, 2 * jobs, gate).run()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -25,7 +25,7 @@ from typing import Any
 
 from resumable.durable.digest import Digest, pick
 from resumable.errors import InvalidInputError, RefusedError
-from resumable.store.backend import UnitDigest
+from resumable.store.backend import Provenance, UnitDigest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -164,6 +164,14 @@ class Records:
 
     def get_blob(self, ref: str) -> bytes:
         return self.blob(ref)
+
+    def pickle_problem(self, ref: str | None) -> str | None:
+        """Why a pickle read from this run may hold someone else's bytes (``Provenance``), or None;
+        a store that cannot tell is not trusted with pickles."""
+        with self.lock:
+            if not isinstance(self.handle, Provenance):
+                return "this store cannot tell who wrote it"
+            return self.handle.foreign(ref)
 
     # -- writes --
     def commit(self, events: Sequence[Event]) -> None:

@@ -90,11 +90,13 @@ def _by_value(payload: tuple[Any, ...], cloudpickle: Any) -> bytes:
     return out.getvalue()
 
 
-def ship(step: Step, wrapper: Any, executor: str | Executor) -> bytes | Work:
+def ship(step: Step, wrapper: Any, executor: str | Executor, *, one_attempt: bool = False) -> bytes | Work:
     """The payload of every item of a map of ``step`` on ``executor`` ("process" or an Executor);
-    InvalidInputError (one line) when its workers could not be given the step."""
+    InvalidInputError (one line) when its workers could not be given the step. ``one_attempt``: the
+    workers make a single attempt (the caller runs the retries, through a rate limit)."""
+    policy = Policy(0, step.policy.backoff, step.policy.retry_on) if one_attempt else step.policy
     if isinstance(executor, ThreadPoolExecutor):
-        return Work(step.fn, step.policy, step.name)  # the same process: nothing travels
+        return Work(step.fn, policy, step.name)  # the same process: nothing travels
     where = reference(wrapper, step.fn)
     # Its workers import the script, as multiprocessing's do.
     local_pool = executor == "process" or isinstance(executor, ProcessPoolExecutor)
@@ -102,14 +104,14 @@ def ship(step: Step, wrapper: Any, executor: str | Executor) -> bytes | Work:
     what = f"step {step.name} cannot be sent to the executor's workers"
     try:
         if where is not None and (where[0] != "__main__" or local_pool):
-            payload: tuple[Any, ...] = ("ref", *where, step.policy, step.name)
+            payload: tuple[Any, ...] = ("ref", *where, policy, step.name)
             return cloudpickle.dumps(payload) if cloudpickle is not None else pickle.dumps(payload)
         if cloudpickle is None:
             place = "in the script" if where is not None else "in a notebook, inside a function, or as a lambda"
             raise InvalidInputError(f"{what}: it is defined {place}, so it must travel by value, which needs"
                                     " cloudpickle (pip install cloudpickle); or define it at the top level of a"
                                     " module the workers can import")
-        return _by_value(("value", step.fn, step.policy, step.name), cloudpickle)
+        return _by_value(("value", step.fn, policy, step.name), cloudpickle)
     except InvalidInputError:
         raise
     except Exception as exc:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Container, Mapping
 from typing import Any
 
@@ -30,10 +31,12 @@ from resumable.core.model import MAX_NESTING, MAX_UNIT_ID, check_unit_id
 # Settled is a run-time alias, so Event is imported at run time here (typing is loaded anyway).
 from resumable.core.types import Attempt, Event
 from resumable.durable import codec
-from resumable.durable.attempts import Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
+from resumable.durable.attempts import NotStarted, Outcome, Policy, StepFailed, attempt_record, run_async, run_sync
+from resumable.durable.content import PATH_MODES, call_key, custom_key
 from resumable.durable.digest import Recorded, recorded_error
 from resumable.durable.engine import Call, Engine
-from resumable.durable.keys import Binder, arguments_key, check_step_name, custom_key, readable_key, unit_id
+from resumable.durable.keys import Binder, arguments_key, check_step_name, readable_key, unit_id
+from resumable.durable.rate import Gate, Limiter
 from resumable.errors import InvalidInputError
 
 Settled = tuple[list[Event], Any, BaseException | None]  # (records to commit, value, exception to raise)
@@ -60,9 +63,22 @@ def next_attempt(unit: object) -> int:
 
 class Step:
     def __init__(self, engine: Engine, fn: Any, *, name: str | None, key: Any, version: Any, serializer: Any,
-                 retries: int, backoff: float, retry_on: Any, retry_failed: bool) -> None:
+                 retries: int, backoff: float, retry_on: Any, retry_failed: bool, paths: str = "name",
+                 allow_pickle: bool = False, rate: object = None) -> None:
         if not callable(fn):
             raise InvalidInputError(f"@run.step decorates a function, not a {type(fn).__name__}")
+        if inspect.ismethod(fn):
+            raise InvalidInputError(
+                f"{default_name(fn)} is a method of one instance: decorate the function in its class body"
+                f" (@run.step above def {getattr(fn, '__name__', 'method')}), so that each instance is part of"
+                " the calls' keys")
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise InvalidInputError(
+                f"{default_name(fn)} is a generator function: its values are made only as they are read, so"
+                " no result could be recorded; decorate a function that returns them as a list")
+        if paths not in PATH_MODES:
+            raise InvalidInputError(f"paths={paths!r}: use 'name' (a Path argument keyed by its text) or 'content'"
+                                    " (by the bytes of the file it names)")
         if key is not None and not callable(key):
             raise InvalidInputError("key= takes a function of the step's arguments (key=lambda doc_id: doc_id)")
         if version is not None and (isinstance(version, bool) or not isinstance(version, str | int)):
@@ -77,6 +93,9 @@ class Step:
         self.key = key
         self.version = version
         self.serializer = codec.serializer_of(serializer)
+        self.allow_pickle = bool(allow_pickle)
+        self.paths = paths
+        self.limiter = Limiter.of(rate)
         self.policy = Policy(retries, float(backoff), retry_on)
         self.retry_failed = bool(retry_failed)
         self.is_async = inspect.iscoroutinefunction(fn)
@@ -94,11 +113,11 @@ class Step:
     def unit_id(self, args: tuple[Any, ...], kwargs: dict[str, Any], units: Container[str] | None = None) -> str:
         """The call's unit id. ``units``: the run's units (or a digest's), which the caller holds."""
         if self.key is not None:
-            return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name))
+            return unit_id(self.name, custom_key(self.key(*args, **kwargs), self.name, self.paths))
         bound = self.binder.bind(args, kwargs)
         uid = self.readable_id(bound)
         if uid is None:
-            return f"{self.name}:{arguments_key(bound, self.name)}"
+            return f"{self.name}:{call_key(bound, self.name, self.paths)}"
         if units is not None:
             return uid if uid in units else self.legacy_or(uid, bound, units)
         records = self.engine.records
@@ -157,7 +176,7 @@ class Step:
         return False, None
 
     def answer_done(self, uid: str, version: Any, field: Any, *, copy: bool) -> tuple[bool, Any]:
-        if version != self.version or not codec.decodable(field, self.serializer):
+        if version != self.version or not codec.decodable(field, self.serializer, self.allow_pickle):
             return False, None
         assert isinstance(field, dict)
         return True, codec.decode(field, self.serializer, self.engine.records, f"unit {uid}", copy=copy)
@@ -243,7 +262,8 @@ class Step:
         depth = MAX_NESTING
         if out.ok:
             try:
-                field, value, depth = codec.encode(out.value, self.serializer, self.engine.records, self.name)
+                field, value, depth = codec.encode(out.value, self.serializer, self.engine.records, self.name,
+                                                   allow_pickle=self.allow_pickle)
             except InvalidInputError as unstorable:
                 out.attempts[-1]["status"] = "failed"
                 out.attempts[-1]["error"] = codec.error_record(unstorable)
@@ -280,17 +300,26 @@ class Step:
         except Exception:
             pass  # best effort: the call is being interrupted; a unit left in_progress is recovered later
 
-    def run(self, uid: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Settled:
+    def run(self, uid: str, args: tuple[Any, ...], kwargs: dict[str, Any], gate: Gate | None = None) -> Settled:
         """Execute (this thread holds the claim); the records are not committed yet."""
         self.engine.ensure_session()
-        return self.execute(self.begin_call(uid), args, kwargs)
+        return self.execute(self.begin_call(uid), args, kwargs, gate)
 
-    def execute(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Settled:
+    def gate(self, *more: Limiter | None, cancel: threading.Event | None = None) -> Gate | None:
+        """What each attempt of this step's calls waits for: its rate limit, and ``more`` (a map's)."""
+        limiters = [lim for lim in (self.limiter, *more) if lim is not None]
+        return Gate(limiters, cancel) if limiters else None
+
+    def execute(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], gate: Gate | None = None) -> Settled:
         """``run`` for a call already begun (this thread holds the claim and the session is on)."""
         self.engine.track(call)
         token = _STACK.set((*_STACK.get(), call.uid))
         try:
-            out = run_sync(self.fn, args, kwargs, self.policy, call.n, self.on_failed(call))
+            out = run_sync(self.fn, args, kwargs, self.policy, call.n, self.on_failed(call),
+                           gate if gate is not None else self.gate())
+        except NotStarted:
+            self.engine.take_pre(call, [])
+            raise
         except BaseException as exc:
             self.interrupted(call, exc, call.started_wall, call.started)
             raise
@@ -308,6 +337,7 @@ class Step:
                 return self.fn(*args, **kwargs)
             events, value, exc = self.run(uid, args, kwargs)
             self.engine.records.commit(events)
+            self.engine.count_recorded(1)
         finally:
             self.engine.release(uid)
         if exc is not None:
@@ -329,7 +359,7 @@ class Step:
             self.engine.track(call)
             token = _STACK.set((*_STACK.get(), uid))
             try:
-                out = await run_async(self.fn, args, kwargs, self.policy, call.n, self.on_failed(call))
+                out = await run_async(self.fn, args, kwargs, self.policy, call.n, self.on_failed(call), self.gate())
             except BaseException as exc:
                 self.interrupted(call, exc, call.started_wall, call.started)
                 raise
@@ -338,6 +368,7 @@ class Step:
             events, value, error = self.settle(call, out)
             # In a thread, so that the event loop goes on and concurrent tasks share a commit.
             await asyncio.to_thread(self.engine.records.commit, events)
+            self.engine.count_recorded(1)
         finally:
             self.engine.release(uid)
         if error is not None:
@@ -347,12 +378,14 @@ class Step:
 
 def decorate(engine: Engine, fn: Any = None, /, *, name: str | None = None, key: Any = None, version: Any = None,
              serializer: Any = "json", retries: int = 0, backoff: float = 1.0,
-             retry_on: Any = Exception, retry_failed: bool = True) -> Any:
+             retry_on: Any = Exception, retry_failed: bool = True, paths: str = "name",
+             allow_pickle: bool = False, rate: object = None) -> Any:
     """``@run.step`` and ``@run.step(...)``: see ``Run.step``."""
 
     def wrap(f: Any) -> Any:
         step = Step(engine, f, name=name, key=key, version=version, serializer=serializer, retries=retries,
-                    backoff=backoff, retry_on=retry_on, retry_failed=retry_failed)
+                    backoff=backoff, retry_on=retry_on, retry_failed=retry_failed, paths=paths,
+                    allow_pickle=allow_pickle, rate=rate)
         if step.is_async:
             @functools.wraps(f)
             async def awrapper(*args: Any, **kwargs: Any) -> Any:

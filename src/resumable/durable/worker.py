@@ -14,10 +14,12 @@ parent is still the process that started it.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Any
 
 from resumable.durable.attempts import Outcome, run_sync
+from resumable.durable.codec import error_record
 from resumable.durable.shipping import Work, load
 from resumable.durable.steps import IN_WORKER
 
@@ -43,16 +45,45 @@ def run_item(payload: bytes | Work, args: tuple[Any, ...], kwargs: dict[str, Any
         IN_WORKER.reset(token)
     if not here:
         out.exc = None  # not every exception pickles; its record (type, message, traceback) does
+        if out.ok:
+            pack(out)
     return out
+
+
+def pack(out: Outcome) -> None:
+    """Pickle the value here, so that a value that cannot travel back is this item's failure, said
+    in one line, rather than an error of the executor's that would stop the whole map (Dask raises
+    it from ``gather``). cloudpickle when installed, as the executors themselves use."""
+    import pickle
+
+    try:
+        try:
+            import cloudpickle  # type: ignore[import-untyped,unused-ignore]
+        except ImportError:
+            out.packed = pickle.dumps(out.value, protocol=5)
+        else:
+            out.packed = cloudpickle.dumps(out.value, protocol=5)
+    except Exception as exc:
+        message = " ".join(str(exc).split())[:200]
+        cause = TypeError(f"its result, a {type(out.value).__module__}.{type(out.value).__qualname__}, cannot be"
+                          f" sent back from the executor's worker ({type(exc).__name__}: {message}): return"
+                          " plain data, arrays or dataclasses, or use executor='thread'")
+        out.ok, out.value = False, None
+        out.attempts[-1]["status"] = "failed"
+        out.attempts[-1]["error"] = error_record(cause)
+        return
+    out.value = None
 
 
 def die_with_parent(parent: int) -> None:
     """A ``ProcessPoolExecutor`` initializer: this worker ends when ``parent`` does."""
     _PARENT[:] = [parent]
+    # Ctrl-C reaches the whole foreground process group: the caller stops the map and records what
+    # ended; a worker that raised KeyboardInterrupt too would only print a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         try:
             import ctypes
-            import signal
 
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)

@@ -251,6 +251,18 @@ class RunHandle(Protocol):
 
 
 @runtime_checkable
+class Provenance(Protocol):
+    """A handle that can tell whether bytes read from its run could have been written by someone other
+    than this user: what a pickled step result is checked against before it is unpickled."""
+
+    def foreign(self, ref: str | None = None) -> str | None:
+        """Why the run's records (and the blob ``ref``, when given) may hold bytes another user wrote
+        (a file or a directory on their path that another user owns or may write to, a link), in a
+        line that says what to do; None when only this user could have written them."""
+        ...
+
+
+@runtime_checkable
 class UnitDigest(Protocol):
     """A handle that can read a little of every unit without holding every unit (a runs directory's,
     when its snapshot is current): what answers a map over many recorded step calls."""

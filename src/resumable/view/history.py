@@ -46,6 +46,9 @@ def describe(event: Event) -> str:
     if event["t"] == "finalize":
         result = f" — {_short(event.get('result'))}" if event.get("result") else ""
         return f"finalize {event.get('status')}{result}"
+    if event["t"] == "map":
+        rate = f", at most {event.get('rate')}" if event.get("rate") else ""
+        return f"map {event.get('step')}: {event.get('units')} unit(s) once it ends{rate}"
     # A kind this version does not know (a newer writer's): shown as it is.
     unknown: Mapping[str, object] = event
     rest = {k: v for k, v in unknown.items() if k not in ("t", "at")}

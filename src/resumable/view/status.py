@@ -20,7 +20,17 @@ from resumable.core.model import ACTIVE_RUN_STATES
 from resumable.core.stamps import format_duration, parse_stamp
 from resumable.view import liveness
 from resumable.view.liveness import Verdict
-from resumable.view.units import DETAIL_LIMIT, UNIT_GLYPH, Tally, eta, str_or_none, tally, unit_bucket, unit_facts
+from resumable.view.units import (
+    DETAIL_LIMIT,
+    UNIT_GLYPH,
+    Tally,
+    eta,
+    rate_line,
+    str_or_none,
+    tally,
+    unit_bucket,
+    unit_facts,
+)
 
 if TYPE_CHECKING:
     from resumable.core.types import ResumeSet
@@ -312,10 +322,15 @@ def count_lines(doc: Mapping[str, Any], t: Tally, *, now: float, width: int, sho
             chips.append((" · ", "dim"))
         style = UNIT_GLYPH.get(b, ("", "magenta"))[1] if n else "dim"
         chips.append((f"{COUNT_LABEL.get(b, b)} {n}", style))
+    paced = None
     if show_eta and doc.get("status") in LIVE:
         e = eta(doc, t, now)
         chips.append((f"   ETA ≈ {fmt_dur(e)}" if e is not None else "   ETA —", "cyan"))
-    return [[("units    ", "dim"), *progress_bar(t.done, t.total, bar_w)], chips]
+        paced = rate_line(doc, now)
+    lines = [[("units    ", "dim"), *progress_bar(t.done, t.total, bar_w)], chips]
+    if paced is not None:
+        lines.append([("rate     ", "dim"), (paced, "cyan")])
+    return lines
 
 
 def attention_lines(doc: Mapping[str, Any], t: Tally, rs: Mapping[str, Any], *, now: float, detail_limit: int,

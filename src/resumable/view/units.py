@@ -92,7 +92,8 @@ def unit_facts(unit: object, now: float) -> list[str]:
 
 @dataclass
 class Tally:
-    """One O(N) pass over the units: counts per bucket and the first few ids of each."""
+    """One O(N) pass over the units: counts per bucket and the first few ids of each. A durable map
+    that has not reached all its items yet (``maps``) counts them in ``total`` and ``pending``."""
 
     total: int = 0
     counts: dict[str, int] = field(default_factory=dict)
@@ -100,10 +101,21 @@ class Tally:
     reconciled: list[tuple[str, str]] = field(default_factory=list)
     reconciled_count: int = 0
     first_start: float | None = None
+    unreached: int = 0  # items of maps not recorded as units yet
+    per_step: dict[str, list[int]] = field(default_factory=dict)  # mapped step -> [units, done]
 
     @property
     def done(self) -> int:
         return self.counts.get("done", 0)
+
+
+def mapped_steps(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The ``maps`` entries that are well formed (a hand edit may have left anything there)."""
+    maps = doc.get("maps")
+    if not isinstance(maps, dict):
+        return {}
+    return {k: v for k, v in maps.items() if isinstance(k, str) and isinstance(v, dict)
+            and isinstance(v.get("units"), int) and not isinstance(v.get("units"), bool)}
 
 
 def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
@@ -113,11 +125,22 @@ def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
         return t
     counts = t.counts
     first = t.first
+    maps = mapped_steps(doc)
+    per_step = t.per_step = {name: [0, 0] for name in maps}
+    # A unit's step is its id up to the first colon; names with a colon are matched one by one.
+    colons = [name for name in maps if ":" in name]
     for uid, unit in units.items():
         b = unit_bucket(unit)
         counts[b] = counts.get(b, 0) + 1
         if b == "removed":
             continue
+        if maps:
+            mine = per_step.get(uid.partition(":")[0]) if isinstance(uid, str) else None
+            if mine is None and colons:
+                mine = next((per_step[n] for n in colons if uid.startswith(n + ":")), None)
+            if mine is not None:
+                mine[0] += 1
+                mine[1] += b == "done"
         if b != "done" and b != "pending":
             ids = first.setdefault(b, [])
             if len(ids) < keep:
@@ -129,15 +152,60 @@ def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
                 if len(t.reconciled) < keep:
                     t.reconciled.append((uid, note))
     t.total = len(units) - counts.get("removed", 0)
+    t.unreached = sum(max(0, maps[name]["units"] - have) for name, (have, _) in per_step.items())
+    if t.unreached:
+        t.total += t.unreached
+        counts["pending"] = counts.get("pending", 0) + t.unreached
     return t
 
 
 def eta(doc: Mapping[str, Any], t: Tally, now: float) -> float | None:
-    """Remaining time at the run's average throughput so far; None until something finished."""
-    start = parse_ts(doc.get("createdAt"))
-    if start is None or t.done == 0 or now <= start:
-        return None
+    """Remaining time at the run's average throughput so far; for a run with a durable map, at the
+    throughput of its latest map since it began (bounded by its rate limit); None until something
+    finished."""
     remaining = t.total - t.done
     if remaining <= 0:
         return None
+    latest = _latest_map(doc, now)
+    if latest is not None:
+        name, entry, began = latest
+        done_since = t.per_step.get(name, [0, 0])[1] - int(entry.get("done") or 0)
+        per_second = done_since / (now - began) if done_since > 0 else 0.0
+        limit = rate_per_second(entry)
+        if limit is not None:
+            per_second = min(per_second, limit) if per_second else limit
+        return remaining / per_second if per_second > 0 else None
+    start = parse_ts(doc.get("createdAt"))
+    if start is None or t.done == 0 or now <= start:
+        return None
     return remaining * (now - start) / t.done
+
+
+def _latest_map(doc: Mapping[str, Any], now: float) -> tuple[str, Mapping[str, Any], float] | None:
+    found: tuple[str, Mapping[str, Any], float] | None = None
+    for name, entry in mapped_steps(doc).items():
+        began = parse_ts(entry.get("startedAt"))
+        if began is not None and began < now and (found is None or began > found[2]):
+            found = (name, entry, began)
+    return found
+
+
+def rate_per_second(entry: Mapping[str, Any]) -> float | None:
+    """Starts per second a map's rate limit allows (its recorded ``interval``), or None."""
+    interval = entry.get("interval")
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or not interval > 0:
+        return None
+    return 1.0 / float(interval)
+
+
+def rate_line(doc: Mapping[str, Any], now: float) -> str | None:
+    """What paces a live run's latest map, for ``status --watch``: ``embed: at most 50/min (a start
+    every 1.2 s)``; None when it has no rate limit."""
+    latest = _latest_map(doc, now)
+    if latest is None:
+        return None
+    name, entry, _ = latest
+    per_second = rate_per_second(entry)
+    if per_second is None:
+        return None
+    return f"{name}: at most {entry.get('rate')}, starts wait for it (one every {fmt_dur(1 / per_second)})"

@@ -217,6 +217,11 @@ class FileRunHandle:
 
         return blobs.get(self.files, ref)
 
+    def foreign(self, ref: str | None = None) -> str | None:
+        from resumable.store.files import blobs
+
+        return blobs.foreign(self.files, ref)
+
     def close(self) -> None:
         try:
             self.writer.flush()

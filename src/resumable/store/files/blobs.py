@@ -64,3 +64,35 @@ def get(files: RunFiles, ref: str) -> bytes:
         raise CorruptRunError(f"{path}: stored value {ref} is damaged (its content no longer matches"
                               " its hash): restore it from a backup, or re-run the step that produced it")
     return data
+
+
+def foreign(files: RunFiles, ref: str | None) -> str | None:
+    """Why bytes of this run (its journal and snapshot, and the blob ``ref``) may have been written by
+    another user, or None: every directory from the runs directory down, and every file, must belong
+    to this user and be writable by nobody else (a directory only this user can write to holds only
+    what this user put there, so no file in it can have been planted or swapped)."""
+    import stat
+
+    me = os.geteuid()
+    paths = [(files.dir, "runs directory"), (files.journal, "journal"), (files.snapshot, "status file")]
+    if ref is not None:
+        digest = _digest(ref)
+        blobs_dir = os.path.join(files.data_dir, "blobs")
+        paths += [(files.data_dir, "directory"), (blobs_dir, "directory"),
+                  (os.path.join(blobs_dir, digest[:2]), "directory"), (_path(files, digest), "stored value")]
+    for path, what in paths:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue  # a run without a snapshot yet; a missing blob is reported when it is read
+        except OSError as exc:
+            return f"its {what} {path} cannot be checked ({exc.strerror})"
+        if stat.S_ISLNK(st.st_mode):
+            return f"its {what} {path} is a symbolic link"
+        if st.st_uid != me:
+            return f"its {what} {path} belongs to another user (uid {st.st_uid})"
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return (f"its {what} {path} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}):"
+                    f" run `chmod go-w {path}` if only you write there")
+    return None
+

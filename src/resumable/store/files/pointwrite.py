@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from resumable.core.types import Event, Unit
     from resumable.store.files.writer import Writer
 
-POINT_KINDS = frozenset({"unit", "invalidate", "phase", "item", "resolve", "validation", "begin"})
+POINT_KINDS = frozenset({"unit", "invalidate", "phase", "item", "resolve", "validation", "begin", "map"})
 # Journal bytes past the index worth catching up here; more (writers that kept no index) is left
 # to the whole-document path, which rebuilds it.
 TAIL_MAX = 1 << 20
