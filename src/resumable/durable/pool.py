@@ -32,7 +32,7 @@ from resumable.core import verbs
 from resumable.durable import shipping, worker
 from resumable.durable.attempts import NotStarted, StepFailed, as_failure
 from resumable.durable.engine import Call
-from resumable.durable.executors import Flight, default_limit
+from resumable.durable.executors import Flight, capacity, default_limit
 from resumable.durable.mapping import Mapping
 from resumable.durable.progress import open_bar
 from resumable.durable.rate import Gate, Limiter
@@ -75,7 +75,10 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
                 _processes(mapping, payload, jobs or os.cpu_count() or 1, gate)
             else:
                 assert not isinstance(executor, str) and payload is not None
-                flight(mapping, executor, payload, jobs or default_limit(executor), gate).run()
+                # Rate-limited: no more in flight than the executor runs at once, so that an item
+                # submitted when the limit allows it starts then, not later in a queue behind others.
+                limit = jobs or (capacity(executor) or os.cpu_count() or 1 if gate else default_limit(executor))
+                flight(mapping, executor, payload, limit, gate).run()
     finally:
         bar.close()
     if on_error == "raise":
@@ -270,6 +273,6 @@ def _processes(m: Mapping, payload: Any, jobs: int, gate: Gate | None) -> None:
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                initializer=worker.die_with_parent, initargs=(os.getpid(),))
     try:
-        Flight(m, pool, payload, 2 * jobs, gate).run()
+        Flight(m, pool, payload, jobs if gate else 2 * jobs, gate).run()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

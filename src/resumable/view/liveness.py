@@ -32,6 +32,7 @@ from resumable.core import recipe
 from resumable.core.model import ACTIVE_RUN_STATES
 from resumable.errors import ResumableError
 from resumable.procfs import start_time
+from resumable.view.units import tally
 
 if TYPE_CHECKING:
     from resumable.store.backend import RunnerLease
@@ -143,7 +144,7 @@ WHY = {
     STOPPED: "its runner is not running: the run is marked {status} but nothing works on it; resume it with"
              " the command below",
     UNFINISHED: "the script ended without run.finish(): the run is marked {status} but nothing works on it;"
-                " finish it with the line below",
+                " finish it (or run it again) with the lines below",
     WAITING: "no worker holds a step of it: the run is marked {status} but nothing works on it; start a worker"
              " with the command below",
 }
@@ -188,6 +189,13 @@ def footer(verdict: Verdict, doc: Mapping[str, Any], desc: Mapping[str, Any], se
     """The status view's last lines for a judged run: what to do next, as commands that paste."""
     shell = str(desc["shell"]) if desc.get("runnable") else None
     step = next_step(verdict, doc, file=file, store=store)
+    left = tally(doc, keep=0).unreached if step is not None and verdict.state == UNFINISHED and shell else 0
+    if step is not None and shell and left:
+        # A map stopped half way: running the script again is what finishes it; finishing now would
+        # leave its other items undone.
+        return [[("→ run the script again: ", "bold"), (shell, "bold cyan"),
+                 (f"   ({left} item(s) of a map not run yet; {set_line})", "dim")],
+                [(f"  or {step[0]}: ", "bold"), (step[1], "cyan")]]
     if step is not None:
         out: list[Line] = [[(f"→ {step[0]}: ", "bold"), (step[1], "bold cyan")]]
         argv = desc.get("argv") or []
