@@ -176,7 +176,11 @@ def _values(n: Normalizer, pd: Any, values: Any, where: str, depth: int) -> Any:
         codes = np.asarray(values.cat.codes if isinstance(values, pd.Series) else values.codes)
         return ["category", _index(n, pd, dtype.categories, f"{where} categories", depth), bool(dtype.ordered),
                 array_form(np, codes, where, n, depth)]
-    return [str(dtype), n.norm(list(values), where, depth + 1)]
+    items = list(values)
+    label = str(dtype)
+    if (label in ("object", "str", "string")) and all(type(v) is str for v in items):
+        label = "str"  # strings whatever pandas calls their dtype (object in pandas 2, str in pandas 3)
+    return [label, n.norm(items, where, depth + 1)]
 
 
 def _dataclass(n: Normalizer, value: Any, where: str, depth: int) -> Any:
