@@ -394,13 +394,15 @@ class Run:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
         if exc_type is not None and issubclass(exc_type, KeyboardInterrupt) and self._durable:
             from resumable.durable import interrupts
 
             # Every call that ended is recorded (each records itself; a map lets its running items end).
             engine = self.__dict__.get("_durable_engine")
-            interrupts.exit_interrupted(engine.recorded if engine is not None else 0)
+            recorded = engine.recorded() if engine is not None else 0
+            self.close()
+            interrupts.exit_interrupted(recorded)
+        self.close()
 
     def _check_interrupted(self) -> None:
         if self._interrupted:

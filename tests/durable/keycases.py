@@ -66,7 +66,7 @@ def cases() -> dict[str, dict[str, Any]]:
         "path": {"p": pathlib.Path("data/input.csv")},
         "enum set nan": {"c": Color.RED, "s": {3, 1, 2}, "n": float("nan")},
         "dates": {"d": datetime.date(2024, 2, 29),
-                  "t": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
+                  "t": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.UTC),
                   "td": datetime.timedelta(hours=1)},
         "decimal uuid": {"d": decimal.Decimal("1.10"), "u": uuid.UUID(int=1)},
         "int keys": {"d": {1: "a", 2: "b"}},

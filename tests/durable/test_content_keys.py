@@ -20,7 +20,6 @@ from resumable.durable.keys import UnkeyableArguments, arguments_key
 from .helpers import HERE, SRC
 from .keycases import Config, Declared, Item, Point, cases
 
-
 # Golden keys: a change here re-runs every user's recorded steps. Never change one without a
 # migration story (docs/durable.md states the rules they follow).
 GOLDEN = {

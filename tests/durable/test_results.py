@@ -159,7 +159,7 @@ def test_a_result_no_format_holds_fails_its_call_with_the_fix(runs: Path) -> Non
         x: int
 
     local = run.step(lambda: Local(1), name="local")
-    with pytest.raises(InvalidInputError, match="defined where it cannot be found by name.*top level of a module"):
+    with pytest.raises(InvalidInputError, match=r"defined where it cannot be found by name.*top level of a module"):
         local()
 
 
@@ -236,7 +236,7 @@ def test_a_generator_function_is_refused_before_it_runs(runs: Path) -> None:
     def numbers(n: int) -> Any:
         yield from range(n)
 
-    with pytest.raises(InvalidInputError, match="numbers is a generator function.*as a list"):
+    with pytest.raises(InvalidInputError, match=r"numbers is a generator function.*as a list"):
         run.step(numbers)
 
     async def agen() -> Any:

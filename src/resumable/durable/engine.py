@@ -33,7 +33,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from resumable.core import verbs
-from resumable.core.stamps import stamp
+from resumable.core.model import units_of
+from resumable.core.stamps import parse_stamp, stamp
 from resumable.durable.rate import Limiter
 from resumable.durable.records import Records
 from resumable.errors import NoRunError, ResumableError
@@ -85,15 +86,29 @@ class Engine:
         self.record_start_after = START_RECORD_AFTER
         self.closed = False
         self.steps: dict[str, tuple[str, str]] = {}  # step name -> (module, qualname) defining it
-        self.recorded = 0  # calls this process recorded (said when it is interrupted)
-        self._count_lock = threading.Lock()
         self._limiters: dict[tuple[str, str], Limiter] = {}  # (step, rate) -> the maps' limit
         self.interrupted = False  # Ctrl-C came while open_run opened the run (``interrupts``)
 
-    def count_recorded(self, n: int) -> None:
-        if n:
-            with self._count_lock:
-                self.recorded += n
+    def recorded(self) -> int:
+        """Calls whose outcome this process's session recorded, as the run says: step units done or
+        failed since the session began (0 when this process executed nothing). Read from the run,
+        not counted as records are written: an interrupt can land after a commit and before any
+        count of it."""
+        if self.lease is None:
+            return 0
+        doc = self.records.doc()
+        began = doc.get("sessionStartedAt") if doc is not None else None
+        if doc is None or not isinstance(began, str):
+            return 0
+        n = 0
+        for unit in units_of(doc).values():
+            if isinstance(unit, dict) and unit.get("kind") == "step" and unit.get("status") in ("done", "failed"):
+                ended = unit.get("finishedAt")
+                # Stamps of one format compare as text; any other is parsed.
+                if isinstance(ended, str) and (ended >= began if len(ended) == len(began)
+                                               else (parse_stamp(ended) or 0) >= (parse_stamp(began) or 0)):
+                    n += 1
+        return n
 
     def map_limiter(self, step: str, rate: object) -> Limiter:
         """The limit of ``run.map(step, ..., rate=rate)`` in this process: one per step and rate, so

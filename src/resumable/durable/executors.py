@@ -293,7 +293,6 @@ class Flight:
             for _, uid, _ in batch:
                 if uid not in kept:
                     engine.release(uid)
-        engine.count_recorded(len(settled))
         for uid, value, error in settled:
             self.m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
 

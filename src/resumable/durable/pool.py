@@ -122,13 +122,14 @@ class Countdown:
     """Items still to end; ``wait`` returns when none is left. One event for the whole map: a
     future per item (and ``concurrent.futures.wait`` on all of them) costs microseconds per item."""
 
-    __slots__ = ("_left", "_lock", "all_ended", "errors")
+    __slots__ = ("_left", "_lock", "all_ended", "errors", "stop")
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, stop: threading.Event | None = None) -> None:
         self._left = n
         self._lock = threading.Lock()
         self.all_ended = threading.Event()
         self.errors: list[BaseException] = []  # what stopped an item from ending normally
+        self.stop = stop  # set by such an error: no item starts after it (nor waits for its rate)
         if n <= 0:
             self.all_ended.set()
 
@@ -136,6 +137,8 @@ class Countdown:
         with self._lock:
             if error is not None:
                 self.errors.append(error)
+                if self.stop is not None:
+                    self.stop.set()
             self._left -= 1
             last = self._left == 0
         if last:
@@ -207,8 +210,6 @@ def _work(m: Mapping, tally: Countdown, uid: str, call: Call | None, gate: Gate 
             ended = True
             engine.release(uid)
             error = ticket.error or exc
-            if ticket.error is None:
-                engine.count_recorded(1)
             m.settle(uid, as_failure(uid, error) if error is not None else value, error is not None)
             tally.ended()
 
@@ -228,7 +229,8 @@ def _threads(m: Mapping, jobs: int, gate: Gate | None) -> None:
         for uid in reserved:
             engine.unreserve(uid)
         raise
-    tally = Countdown(len(prepared))
+    stop = threading.Event()
+    tally = Countdown(len(prepared), stop)
 
     # Each thread takes the next item itself: one executor task per item would cost more than a
     # trivial item does. From a queue that takes no lock of Python's own: a lock passed by every
@@ -236,17 +238,21 @@ def _threads(m: Mapping, jobs: int, gate: Gate | None) -> None:
     todo: queue.SimpleQueue[tuple[str, Call | None]] = queue.SimpleQueue()
     for item in prepared.items():
         todo.put(item)
-    stop = threading.Event()
     if gate is not None:
         gate.cancel = stop  # a wait for the rate limit ends when the map stops
 
     def loop() -> None:
-        while not stop.is_set():
+        while True:
             try:
-                item = todo.get_nowait()
+                uid, call = todo.get_nowait()
             except queue.Empty:
                 return
-            _work(m, tally, *item, gate)
+            if stop.is_set():  # an item failed past recording, or Ctrl-C: the rest never start
+                if call is not None:
+                    engine.unreserve(uid)
+                tally.ended()
+                continue
+            _work(m, tally, uid, call, gate)
 
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="resumable-map")
     try:

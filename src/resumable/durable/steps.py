@@ -337,7 +337,6 @@ class Step:
                 return self.fn(*args, **kwargs)
             events, value, exc = self.run(uid, args, kwargs)
             self.engine.records.commit(events)
-            self.engine.count_recorded(1)
         finally:
             self.engine.release(uid)
         if exc is not None:
@@ -368,7 +367,6 @@ class Step:
             events, value, error = self.settle(call, out)
             # In a thread, so that the event loop goes on and concurrent tasks share a commit.
             await asyncio.to_thread(self.engine.records.commit, events)
-            self.engine.count_recorded(1)
         finally:
             self.engine.release(uid)
         if error is not None:
