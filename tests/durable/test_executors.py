@@ -294,3 +294,41 @@ def test_a_step_the_workers_cannot_load_stops_the_map_and_records_nothing(
     with pytest.raises(InvalidInputError, match=r"workers cannot load step uses_module .*only_here"):
         run.map(uses_module, range(20), executor=client)
     assert step_units(read_doc(runs, "d")) == {}  # not recorded as 20 failures of the items
+
+
+def lock_for_three(i: int) -> object:
+    """A result that cannot travel back from a worker process (nor be stored) for item 3."""
+    return threading.Lock() if i == 3 else i * 10
+
+
+@pytest.mark.parametrize("where", ["thread", "process", "ProcessPoolExecutor", "dask"])
+def test_a_result_that_cannot_travel_back_fails_only_its_item(runs: Path, client: distributed.Client,
+                                                               where: str) -> None:
+    """Every executor finishes the map: the item whose result does not pickle (Dask raised from
+    ``gather`` and abandoned the map) is that item's failure, recorded, and the others go on."""
+    import multiprocessing
+
+    run = resumable.open_run(f"u-{where}", runs_dir=runs, task="unreturnable")
+    step = run.step(lock_for_three, name="lock_for_three")
+    pool: Any = None
+    if where == "ProcessPoolExecutor":
+        pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+    executor: Any = {"thread": "thread", "process": "process", "dask": client}.get(where, pool)
+    try:
+        for _ in range(2):  # and again: the failed item runs again, the others are answered
+            results = run.map(step, range(8), executor=executor, jobs=2, progress=False)
+            assert [r for i, r in enumerate(results) if i != 3] == [i * 10 for i in range(8) if i != 3]
+            failed = results[3]
+            assert isinstance(failed, StepFailed), failed
+            said = str(failed)
+            if where == "thread":  # nothing travels: it is the storing that fails
+                assert "returned a _thread.lock, which no format it may use holds exactly" in said, said
+            else:
+                assert "its result, a _thread.lock, cannot be sent back from the executor's worker" in said, said
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    units = step_units(read_doc(runs, f"u-{where}"))
+    assert units["lock_for_three:3"]["status"] == "failed" and len(units["lock_for_three:3"]["attempts"]) == 2
+    assert sum(u["status"] == "done" for u in units.values()) == 7
+    assert run.finish() == "needs_attention"

@@ -17,11 +17,11 @@ character (``\\uXXXX``, lone surrogates included) and prints floats by their sho
 the same text on every Python we support (3.11-3.13; ``tests/durable/test_keys.py`` checks the
 versions found on the machine against golden keys).
 
-Only values with one JSON form are hashed: ``None``, ``bool``, ``int``, finite ``float``, ``str``,
-``list``/``tuple`` (the same key: JSON has one array type) and ``dict`` with ``str`` keys. Anything
-else (a set, bytes, a dataclass, an enum, NaN, a ``str`` subclass) has no canonical form; a call
-with one is refused with ``UnkeyableArguments`` rather than keyed by something unstable such as
-``repr``, which would silently re-run the step on the next run. Give ``key=`` for such arguments.
+Only values with one JSON form are hashed here: ``None``, ``bool``, ``int``, finite ``float``,
+``str``, ``list``/``tuple`` (the same key: JSON has one array type) and ``dict`` with ``str`` keys.
+A call with anything else (an array, a dataclass, bytes, NaN) is keyed by its content
+(``content``), or refused with ``UnkeyableArguments`` there, never keyed by something unstable such
+as ``repr``, which would silently re-run the step on the next run.
 """
 
 from __future__ import annotations
