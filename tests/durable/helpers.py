@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent.parent / "src"
 
@@ -39,3 +41,28 @@ def python(args: list[str], cwd: Path, env: dict[str, str] | None = None, **kw: 
         full.update(env)
     return subprocess.Popen([sys.executable, *args], cwd=cwd, env=full, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def pg_database(label: str) -> str:
+    """A fresh database on the test server (tests/postgres/pgtests.py), or skip (fail under CI)."""
+    sys.path.insert(0, str(HERE.parent / "postgres"))
+    try:
+        import pgtests  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(HERE.parent / "postgres"))
+    problem = pgtests.server_problem()
+    if problem is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true and no PostgreSQL server: {problem}", pytrace=False)
+        pytest.skip(f"no PostgreSQL server ({problem})")
+    url: str = pgtests.create_database(label)
+    return url
+
+
+def drop_pg_database(url: str) -> None:
+    sys.path.insert(0, str(HERE.parent / "postgres"))
+    try:
+        import pgtests
+    finally:
+        sys.path.remove(str(HERE.parent / "postgres"))
+    pgtests.drop_database(url)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from collections import Counter
@@ -27,7 +26,7 @@ from resumable.durable.executors import capacity
 from resumable.errors import InvalidInputError
 
 from .counting import Counting, submitted
-from .helpers import HERE, journal, python, read_doc, step_units
+from .helpers import HERE, drop_pg_database, journal, pg_database, python, read_doc, step_units
 from .items import compute, log_execution
 
 CI = os.environ.get("CI", "").lower() == "true"
@@ -240,31 +239,6 @@ def test_a_dask_map_on_a_postgresql_store(tmp_path: Path, client: distributed.Cl
 
         engine_module._close_all()
         drop_pg_database(url)
-
-
-def pg_database(label: str) -> str:
-    """A fresh database on the test server (tests/postgres/pgtests.py), or skip (fail under CI)."""
-    sys.path.insert(0, str(HERE.parent / "postgres"))
-    try:
-        import pgtests  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(HERE.parent / "postgres"))
-    problem = pgtests.server_problem()
-    if problem is not None:
-        if CI:
-            pytest.fail(f"CI=true and no PostgreSQL server: {problem}", pytrace=False)
-        pytest.skip(f"no PostgreSQL server ({problem})")
-    url: str = pgtests.create_database(label)
-    return url
-
-
-def drop_pg_database(url: str) -> None:
-    sys.path.insert(0, str(HERE.parent / "postgres"))
-    try:
-        import pgtests
-    finally:
-        sys.path.remove(str(HERE.parent / "postgres"))
-    pgtests.drop_database(url)
 
 
 def test_results_are_json_documents_of_the_run(runs: Path, client: distributed.Client) -> None:

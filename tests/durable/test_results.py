@@ -22,7 +22,7 @@ from resumable.durable import engine as engine_module
 from resumable.durable import formats
 from resumable.errors import CorruptRunError, InvalidInputError, RefusedError
 
-from .helpers import SRC, read_doc, step_units
+from .helpers import SRC, drop_pg_database, pg_database, read_doc, step_units
 from .resultcases import Fit, Frozen, Pair, Report, WithCache
 
 
@@ -269,3 +269,28 @@ def test_a_damaged_array_record_is_corruption_not_a_rerun() -> None:
     reader = formats.Reader(lambda ref: b"not npy", "unit x")
     with pytest.raises(CorruptRunError, match="unit x: its recorded npy result cannot be read"):
         reader.decode({"codec": "npy", "v": 2, "ref": "sha256:" + "0" * 64})
+
+
+def test_formats_and_totals_on_a_postgresql_store(tmp_path: Path) -> None:
+    url = pg_database("durable_formats")
+    try:
+        run = resumable.open_run("pgdata", store_url=url, task="arrays on postgres")
+        grid = run.step(lambda n: np.arange(n * n, dtype=np.float32).reshape(n, n), name="grid")
+        fit = run.step(lambda n: Fit(np.ones(n), float(n), {"n": n}), name="fit")
+        assert [g.shape for g in run.map(grid, [2, 40], progress=False)] == [(2, 2), (40, 40)]  # a blob too
+        assert fit(3).loss == 3.0
+        pickled = run.step(lambda: WithCache(2).warm(), name="cached", allow_pickle=True)
+        assert pickled().cache == [2]
+        engine_module._close_all()  # as a fresh process: read back from the database
+        again = resumable.open_run("pgdata", store_url=url, task="arrays on postgres")
+        grid = again.step(lambda n: np.zeros(1), name="grid")
+        assert np.array_equal(grid(40), np.arange(1600, dtype=np.float32).reshape(40, 40))
+        assert type(again.step(lambda n: None, name="fit")(3)) is Fit
+        assert again.step(lambda: None, name="cached", allow_pickle=True)().cache == [2]  # the database's trust
+        from resumable import store
+
+        doc = store.open_backend(url=url).open("pgdata").load()
+        assert doc is not None and doc["maps"]["grid"]["units"] == 2
+    finally:
+        engine_module._close_all()
+        drop_pg_database(url)
