@@ -174,3 +174,26 @@ def test_hashing_a_large_array_makes_no_copy_of_it() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 1_000_000
+
+
+def test_a_step_that_keys_paths_by_content(runs: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    import resumable
+    from resumable.errors import InvalidInputError
+
+    run = resumable.open_run("r", runs_dir=runs, task="t")
+    calls: list[str] = []
+
+    @run.step(paths="content")
+    def count_lines(path: pathlib.Path) -> int:
+        calls.append(path.name)
+        return len(path.read_text().splitlines())
+
+    data = tmp_path / "a.csv"
+    data.write_text("x\ny\n")
+    assert count_lines(data) == 2
+    moved = data.rename(tmp_path / "b.csv")
+    assert count_lines(moved) == 2 and calls == ["a.csv"]  # the same bytes: the same call
+    moved.write_text("x\ny\nz\n")
+    assert count_lines(moved) == 3 and calls == ["a.csv", "b.csv"]  # new bytes: a new call
+    with pytest.raises(InvalidInputError, match=r"paths='bytes': use 'name' .* or 'content'"):
+        run.step(lambda p: p, name="bad", paths="bytes")

@@ -216,3 +216,21 @@ def test_120_a_minute_over_60_instant_items_takes_30_seconds_spread_evenly(runs:
     assert 0.45 <= statistics.median(gaps) <= 0.55, gaps
     assert sum(0.35 <= g <= 0.65 for g in gaps) >= 0.9 * len(gaps), gaps  # spread, not bunched at the edges
     assert most_in_a_window(starts, 5.0) <= 11  # any 5 s hold about 10 starts
+
+
+def test_an_async_step_waits_for_its_rate_too(runs: Path) -> None:
+    import asyncio
+
+    run = resumable.open_run("r", runs_dir=runs, task="t")
+    starts: list[float] = []
+
+    @run.step(rate="20/s")
+    async def fetch(i: int) -> int:
+        starts.append(time.monotonic())
+        return i
+
+    async def main() -> list[int]:
+        return list(await asyncio.gather(*(fetch(i) for i in range(5))))
+
+    assert asyncio.run(main()) == list(range(5))
+    assert max(starts) - min(starts) >= 4 * 0.05 - 1e-3  # a limit bounds from above: never faster

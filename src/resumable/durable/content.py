@@ -19,6 +19,7 @@ if its package is already loaded (``sys.modules``), since no such value exists o
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
@@ -26,6 +27,7 @@ import stat
 import sys
 from typing import Any
 
+from resumable import fsio
 from resumable.core import jsonio
 from resumable.durable.keys import KEY_HEX, UnkeyableArguments, arguments_key
 from resumable.durable.keys import custom_key as keys_custom_key
@@ -252,27 +254,25 @@ _HANDLERS: tuple[tuple[str | None, Any], ...] = (
 
 def file_form(path: Any, where: str) -> list[Any]:
     """A path by its content: a file's bytes, or a directory's tree (names, links' targets, files'
-    bytes; links are not followed inside it). Opened without blocking: a FIFO, a socket or a device
-    (a link to /dev/zero included) is refused, never read."""
-    fd = _open(os.fspath(path), where)
+    bytes; links are not followed inside it). Opened without blocking (``fsio``): a FIFO, a socket
+    or a device (a link to /dev/zero included) is refused, never read."""
+    text = os.fspath(path)
     try:
-        st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode):
-            return [TAG + "file", _digest_fd(fd)]
-        if stat.S_ISDIR(st.st_mode):
-            return [TAG + "tree", _tree(fd, where)]
-        raise UnkeyableArguments(f"{where} ({os.fspath(path)}) is not a regular file or a directory:"
-                                 " it cannot be keyed by content")
+        is_dir = stat.S_ISDIR(os.stat(text).st_mode)  # the path you gave may be a link: it is yours
+        fd = fsio.open_dir(os.path.realpath(text)) if is_dir else fsio.open_regular(text, os.O_RDONLY, follow=True)
+    except OSError as exc:
+        raise _unreadable(where, text, exc) from None
+    try:
+        return [TAG + "tree", _tree(fd, where)] if is_dir else [TAG + "file", _digest_fd(fd)]
     finally:
         os.close(fd)
 
 
-def _open(path: str, where: str, dir_fd: int | None = None, follow: bool = True) -> int:
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    try:
-        return os.open(path, flags, dir_fd=dir_fd)
-    except OSError as exc:
-        raise UnkeyableArguments(f"{where}: cannot read {path} to key it by content ({exc.strerror})") from exc
+def _unreadable(where: str, path: str, exc: OSError) -> UnkeyableArguments:
+    if exc.strerror == fsio.NOT_REGULAR or exc.errno == errno.ELOOP:
+        return UnkeyableArguments(f"{where} ({path}) is not a regular file or a directory: it cannot be keyed"
+                                  " by content")
+    return UnkeyableArguments(f"{where}: cannot read {path} to key it by content ({exc.strerror})")
 
 
 def _digest_fd(fd: int) -> str:
@@ -286,20 +286,22 @@ def _tree(dir_fd: int, where: str, prefix: str = "") -> list[list[str]]:
     out: list[list[str]] = []
     for entry in sorted(os.scandir(dir_fd), key=lambda e: e.name):
         name = prefix + entry.name
-        if entry.is_symlink():
-            out.append([name, "link", os.readlink(entry.name, dir_fd=dir_fd)])
-            continue
-        fd = _open(entry.name, f"{where} ({name})", dir_fd=dir_fd, follow=False)
         try:
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISREG(mode):
-                out.append([name, "file", _digest_fd(fd)])
-            elif stat.S_ISDIR(mode):
-                out.append([name, "dir", ""])
-                out += _tree(fd, where, name + "/")
-            else:
-                raise UnkeyableArguments(f"{where}: {name} is not a regular file, a directory or a link:"
-                                         " the tree cannot be keyed by content")
+            if entry.is_symlink():
+                out.append([name, "link", os.readlink(entry.name, dir_fd=dir_fd)])
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                fd = fsio.open_dir(entry.name, dir_fd=dir_fd)
+                try:
+                    out += [[name, "dir", ""], *_tree(fd, where, name + "/")]
+                finally:
+                    os.close(fd)
+                continue
+            fd = fsio.open_regular(entry.name, os.O_RDONLY, dir_fd=dir_fd)
+        except OSError as exc:
+            raise _unreadable(where, name, exc) from None
+        try:
+            out.append([name, "file", _digest_fd(fd)])
         finally:
             os.close(fd)
     return out
