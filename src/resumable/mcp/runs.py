@@ -225,24 +225,51 @@ def resume_set(bound: BoundStore, run: str, cursor: str | None = None, limit: in
 
 def watch_run(bound: BoundStore, run: str, timeout: int = 30) -> dict[str, Any]:
     """Wait until the run changes (at most ``timeout`` seconds), then its summary; at once for a run
-    nothing works on (neither live nor started by this server and still running)."""
+    nothing works on (neither live nor started by this server and still running). A run this server
+    has just started may not exist yet: it is waited for."""
+    from resumable.errors import NoRunError
     from resumable.mcp.bound import run_id
     from resumable.view.status import LIVE
 
     timeout = bounded(timeout, "timeout", 0, 300)
     rid = run_id(run)
     with bound.lock:
-        handle = bound.handle(rid)
-        token = handle.change_token()
-        doc = handle.read()
         started = bound.started.get(rid)
-        working = doc.get("status") in LIVE or (started is not None and started.proc.poll() is None)
-    waiter = bound.backend.open(rid)  # its own handle: the wait holds no lock other tools need
-    try:
-        changed = working and timeout > 0 and waiter.wait_for_change(token, float(timeout)) != token
-    finally:
-        waiter.close()
+        handle = bound.backend.open(rid)
+        exists = handle.exists()
+        if not exists and started is None:
+            raise NoRunError(f'no run matches "{rid}" under {bound.backend.root} (list_runs shows the runs)')
+        token = handle.change_token()
+        status = handle.read().get("status") if exists else None
+        working = status in LIVE or (started is not None and started.proc.poll() is None)
+    changed = working and timeout > 0 and _wait(bound, rid, token, float(timeout), started)
     with bound.lock:
+        if not handle.exists():
+            assert started is not None
+            return {"id": rid, "status": "not started yet", "changed": False, "started_here": started.describe(),
+                    "next": "the runner has not written the run yet: watch again, or read its output (tail_log"
+                            " without a step)"}
         out = run_summary(bound, rid)
     out["changed"] = bool(changed)
     return fit(out)
+
+
+def _wait(bound: BoundStore, rid: str, token: object, timeout: float, started: Any) -> bool:
+    """Whether the run changed within ``timeout`` seconds; a runner this server started that ends
+    meanwhile ends the wait too (its run may be finished without a further write)."""
+    import time
+
+    waiter = bound.backend.open(rid)  # its own handle: the wait holds no lock other tools need
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            slice_ = min(left, 0.5) if started is not None else left
+            if waiter.wait_for_change(token, slice_) != token:
+                return True
+            if started is not None and started.proc.poll() is not None:
+                return False
+    finally:
+        waiter.close()
