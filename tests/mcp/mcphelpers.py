@@ -16,8 +16,9 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from mcp import Client
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent

@@ -9,7 +9,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from mcphelpers import RESUMABLE, Session, Store, failed_job, run_async, served
+from mcphelpers import RESUMABLE, Store, failed_job, run_async, served
 
 READ_TOOLS = {"list_runs", "run_summary", "resume_set", "list_units", "history", "tail_log", "explain", "watch_run"}
 WRITE_TOOLS = {"init", "unit", "phase", "item", "resolve", "validation", "finalize", "rerun", "run_job"}
@@ -136,7 +136,8 @@ def test_the_checkpoint_verbs_with_allow_writes(store: Store) -> None:
     async def go() -> None:
         async with served(store, "--allow-writes") as s:
             assert set(await s.tools()) == READ_TOOLS | WRITE_TOOLS
-            assert (await s.ok("init", task="migrate", run="m", units=["a", "b"], required_phases=["check"]))["id"] == "m"
+            made = await s.ok("init", task="migrate", run="m", units=["a", "b"], required_phases=["check"])
+            assert made["id"] == "m"
             again = await s.call("init", task="again", run="m")
             assert again.error and "refused (exit 2)" in again.text and "LIVE checkpoint" in again.text
             await s.ok("unit", run="m", unit="a", state="done", note="ok")

@@ -16,7 +16,10 @@ from pathlib import Path
 
 SHOWN_DIR = "/home/me/project"  # where the skills' sessions say they run
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
+COMPACT_STAMP = re.compile(r"\d{8}T\d{6}Z")
 DURATION = re.compile(r"\b\d+(?:\.\d+)?(?:ms|s)\b")
+# A correlation id is new on every call (OmniNode's checkpoint_manager.py prints one).
+CORRELATION = re.compile(r'("correlation_id": )"[0-9a-f-]{36}"')
 FENCE = re.compile(r"^```(\w*)\s*$")
 
 
@@ -69,6 +72,8 @@ def sessions(text: str) -> list[Step]:
 def normal(text: str, here: str) -> str:
     text = text.replace(here, SHOWN_DIR)
     text = STAMP.sub("<T>", text)
+    text = COMPACT_STAMP.sub("<T>", text)
+    text = CORRELATION.sub(r'\1"<id>"', text)
     return DURATION.sub("<D>", text).rstrip("\n")
 
 

@@ -47,7 +47,8 @@ def show_command(name: str) -> None:
               help="The agent: Claude Code reads .claude/skills, Codex .agents/skills.")
 @click.option("--project", "scope", flag_value="project", default=True,
               help="Into the project (the nearest directory with .git, else here). The default.")
-@click.option("--user", "scope", flag_value="user", help="Into your home directory (~/.claude/skills, ~/.agents/skills).")
+@click.option("--user", "scope", flag_value="user",
+              help="Into your home directory (~/.claude/skills, ~/.agents/skills).")
 @click.option("--dir", "path", metavar="PATH", default=None, help="Into PATH (each skill as PATH/<name>/SKILL.md).")
 @click.option("--force", is_flag=True, help="Overwrite a skill that was changed since resumable wrote it.")
 def install_command(agent: str, scope: str, path: str | None, force: bool) -> None:

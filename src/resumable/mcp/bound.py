@@ -12,17 +12,19 @@ import os
 import stat
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from resumable import store
 from resumable.core.model import check_run_id, check_unit_id
 from resumable.errors import InvalidInputError, NoRunError
-from resumable.view import discovery
-
 from resumable.store.backend import DigestReading
+from resumable.view import discovery
 
 if TYPE_CHECKING:
     from resumable.store.backend import Backend, Digests, Doc, RunHandle
+
+T = TypeVar("T")
 
 # The states a unit is listed under (``view.units.unit_bucket``); "running" is in_progress.
 UNIT_FILTERS = ("pending", "in_progress", "running", "done", "failed", "timeout", "blocked", "dep_blocked",
@@ -87,7 +89,7 @@ def job_file(path: object, root: str) -> str:
             raise InvalidInputError(f"jobfile {path[:200]!r} goes through a symbolic link ({part}); give the"
                                     " real path below the server's directory")
         last = i == len(parts) - 1
-        if last and not stat.S_ISREG(st.st_mode) or not last and not stat.S_ISDIR(st.st_mode):
+        if (last and not stat.S_ISREG(st.st_mode)) or (not last and not stat.S_ISDIR(st.st_mode)):
             raise InvalidInputError(f"jobfile {path[:200]!r} is not a regular file")
     return "/".join(parts)
 
@@ -163,7 +165,7 @@ class BoundStore:
 class RunView:
     """One read of a run: its document (or digests) and how to read some units whole."""
 
-    __slots__ = ("_counts", "digests", "doc", "handle", "run_id", "token")
+    __slots__ = ("_counts", "_memo", "digests", "doc", "handle", "run_id", "token")
 
     def __init__(self, rid: str, handle: RunHandle, token: object, doc: Doc, digests: Digests | None) -> None:
         self.run_id = rid
@@ -172,6 +174,14 @@ class RunView:
         self.doc = doc
         self.digests = digests
         self._counts: dict[str | None, int] = {}
+        self._memo: dict[str, Any] = {}
+
+    def memo(self, key: str, make: Callable[[], T]) -> T:
+        """``make()``, computed once for this read of the run (a resume set paged through)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        got: T = self._memo[key]
+        return got
 
     def count(self, state: str | None) -> int:
         """How many units are in ``state`` (``view.units.unit_bucket``; None: all), counted once."""

@@ -119,7 +119,8 @@ def tail_log(bound: BoundStore, run: str, step: str | None = None, attempt: int 
         if started is None:
             raise InvalidInputError("give the step whose log to read (without one, tail_log reads the output"
                                     " of a `resumable run` this server started, and it started none for this run)")
-        return started.output_tail(cursor)
+        tail: dict[str, Any] = started.output_tail(cursor)
+        return tail
     step = unit_id(step)
     if attempt is not None:
         attempt = bounded(attempt, "attempt", 1, 1 << 31)

@@ -203,16 +203,18 @@ def resume_set(bound: BoundStore, run: str, cursor: str | None = None, limit: in
     """What a resume skips and re-runs: counts, then the eligible units and the dep-blocked ones (with
     the unit each waits on), a page at a time."""
     limit = bounded(limit, "limit", 1, 1000)
-    picked = bound.pick(run, digests=True)
-    doc = picked.entry.doc
-    assert doc is not None
-    rid = picked.entry.run_id
+    view = bound.view(run)
+    rid = view.run_id
     query = answers.query_key("resume_set", run=rid)
     state = answers.read_cursor(cursor, query)
     start = answers.cursor_int(state, "i") if state else 0
-    rs = recipe.resume_set(doc)
-    listed: list[tuple[str, str | None]] = [(u, None) for u in rs["eligible"]]
-    listed += [(u, root) for u, root in rs["dep_blocked"].items()]
+    rs = view.memo("resume_set", lambda: recipe.resume_set(view.doc))
+
+    def listing() -> list[tuple[str, str | None]]:
+        out: list[tuple[str, str | None]] = [(u, None) for u in rs["eligible"]]
+        return out + [(u, root) for u, root in rs["dep_blocked"].items()]
+
+    listed = view.memo("resume_list", listing)
     page = answers.Page(limit)
     taken, more = answers.fill(page, listed[start:], lambda p: {"unit": clip(p[0], 256)} if p[1] is None
                                else {"unit": clip(p[0], 256), "waits_on": clip(p[1], 256)})

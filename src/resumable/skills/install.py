@@ -43,7 +43,7 @@ def project_root(start: str) -> str:
 
 
 def _parents(path: str) -> list[str]:
-    out = []
+    out: list[str] = []
     while True:
         up = os.path.dirname(path)
         if up == path:
