@@ -214,3 +214,22 @@ def test_explain_and_run_job_read_only_job_files_below_the_server(store: Store, 
 
     run_async(go)
     assert not (tmp_path / "pwned").exists() and not (store.project / "pwned").exists()
+
+
+def test_a_workers_log_comes_from_the_database_when_the_file_is_gone(store: Store) -> None:
+    """On PostgreSQL a step's log is kept with its attempt: read from there when this host has no file
+    (a worker on another host ran it). In a runs directory the file is the only copy: said so."""
+    failed_job(store)
+    logs = [p for p in store.project.parent.rglob("build.1.log")]
+    assert len(logs) == 1, logs
+    logs[0].unlink()
+
+    async def go() -> None:
+        async with served(store) as s:
+            log = await s.ok("tail_log", run="nightly", step="build")
+            if store.kind == "postgres":
+                assert "error: missing totals.txt" in log["text"]
+            else:
+                assert "gone" in log["note"] and "text" not in log
+
+    run_async(go)
