@@ -151,7 +151,7 @@ def test_the_checkpoint_verbs_with_allow_writes(store: Store) -> None:
             cli = store.cli("finalize", "m", "done", check=False)
             assert cli.returncode == 2
             message = cli.stderr.strip().removeprefix("resumable: ")
-            assert f"refused (exit 2): {message}" in refused.text  # the CLI's exit-2 message, word for word
+            assert refused.text == f"refused (exit 2): {message}"  # the CLI's exit-2 message, word for word
             assert (await s.ok("resolve", run="m", ids=ids))["resolved"] == ids
             await s.ok("validation", run="m", status="green", note="all good")
             rerun = await s.ok("rerun", run="m", units=["a", "c"], reason="bad rows")

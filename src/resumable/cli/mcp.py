@@ -1,8 +1,8 @@
 """``resumable mcp``: serve the MCP server for coding agents over stdin and stdout.
 
 The SDK (the ``mcp`` extra) is imported here only when the server starts, never for ``--help``; the
-store is opened before it, so a bad ``--dir`` or ``--store`` is one line on stderr and exit 1, not a
-server that fails on its first call.
+store is opened before it, so a bad ``--dir`` or ``--store`` is one line on stderr and exit 1 at
+once, not a server that fails on its first call.
 """
 
 from __future__ import annotations
@@ -31,15 +31,18 @@ def mcp_command(runs_dir: str | None, store_url: str | None, allow_writes: bool)
 
     Claude Code: claude mcp add resumable -- resumable mcp --dir .resumable/runs
     """
-    try:
-        import mcp.server.mcpserver  # noqa: F401  (the extra: checked before anything else)
-    except ImportError:
-        raise UsageError(EXTRA) from None
     import os
 
     from resumable.mcp.bound import BoundStore
+
+    # The store first: a bad --dir or --store is said at once, before the SDK's import (a second).
+    bound = BoundStore(os.path.abspath(runs_dir) if runs_dir is not None else None, store_url,
+                       allow_writes=allow_writes)
+    try:
+        import mcp.server.mcpserver  # noqa: F401  (the extra)
+    except ImportError:
+        bound.close()
+        raise UsageError(EXTRA) from None
     from resumable.mcp.server import serve
 
-    where = os.path.abspath(runs_dir) if runs_dir is not None else None
-    bound = BoundStore(where, store_url, allow_writes=allow_writes)
     serve(bound)

@@ -21,7 +21,7 @@ from resumable.errors import InvalidInputError
 # Whole answers stay under 20 KB on the wire: the JSON text, plus the protocol's envelope around it.
 ANSWER_LIMIT = 16_000
 # What a page's items may take, leaving room for the rest of the answer (counts, cursor, hints).
-PAGE_BUDGET = 12_000
+PAGE_BUDGET = 14_000
 # A string from a run (a note, a task, a reason) is clipped to this many characters.
 TEXT_LIMIT = 300
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from resumable import __version__
@@ -48,18 +48,23 @@ def failure(exc: BaseException) -> str:
     return one_line(f"internal error ({type(exc).__name__}: {text}); please report it")
 
 
-def tool_body(bound: BoundStore, fn: Callable[..., dict[str, Any]], locked: bool = True) -> Callable[..., str]:
+# What a tool returns: its answer's text, or a tool error (``is_error``) whose text is exactly the
+# one line ``failure`` makes (raising ToolError would have the SDK prefix it).
+Reply = str | CallToolResult
+
+
+def tool_body(bound: BoundStore, fn: Callable[..., dict[str, Any]], locked: bool = True) -> Callable[..., Reply]:
     """``fn`` as a tool: its answer as bounded JSON text; every failure a one-line tool error."""
 
     @functools.wraps(fn)
-    def call(**kwargs: Any) -> str:
+    def call(**kwargs: Any) -> Reply:
         try:
             if not locked:
                 return answers.answer(fn(bound, **kwargs))
             with bound.lock:
                 return answers.answer(fn(bound, **kwargs))
         except Exception as exc:
-            raise ToolError(failure(exc)) from None
+            return CallToolResult(content=[TextContent(type="text", text=failure(exc))], is_error=True)
 
     return call
 
@@ -78,23 +83,23 @@ def build(bound: BoundStore) -> MCPServer:
 
 
 def add_reads(server: MCPServer, bound: BoundStore, read: ToolAnnotations) -> None:
-    def tool(fn: Callable[..., str], locked: bool = True) -> None:
+    def tool(fn: Callable[..., Reply]) -> None:
         server.add_tool(fn, annotations=read, structured_output=False)
 
     def list_runs(cursor: Cursor = None,
-                  limit: Annotated[int, Field(description="runs per page, 1-200")] = 20) -> str:
+                  limit: Annotated[int, Field(description="runs per page, 1-200")] = 20) -> Reply:
         """Every run in the store, newest first: status, unit counts (total, done, by state) and age."""
         return tool_body(bound, runs.list_runs)(cursor=cursor, limit=limit)
 
     def run_summary(run: Annotated[str | None, Field(description="a run id; omit for the newest run")] = None,
-                    ) -> str:
+                    ) -> Reply:
         """One run: status, counts, what failed and why (exit code, note, last log lines), open findings,
         whether anything works on it now, and resume: the exact command that resumes it (it skips every
         done unit), or why no command does."""
         return tool_body(bound, runs.run_summary)(run=run)
 
     def resume_set(run: Run, cursor: Cursor = None,
-                   limit: Annotated[int, Field(description="units per page, 1-1000")] = 200) -> str:
+                   limit: Annotated[int, Field(description="units per page, 1-1000")] = 200) -> Reply:
         """What a resume would do: how many units it skips (done), then the eligible units and the
         dep-blocked ones with the unit each waits on."""
         return tool_body(bound, runs.resume_set)(run=run, cursor=cursor, limit=limit)
@@ -105,14 +110,14 @@ def add_reads(server: MCPServer, bound: BoundStore, read: ToolAnnotations) -> No
                                                       " removed; omit for all")] = None,
                    cursor: Cursor = None,
                    limit: Annotated[int, Field(description="units per page, 1-1000")] = 200,
-                   detail: Annotated[bool, Field(description="add needs, times and log paths")] = False) -> str:
+                   detail: Annotated[bool, Field(description="add needs, times and log paths")] = False) -> Reply:
         """A run's units in one state, in the run's order; done and pending ones by id only unless
         detail. Each unit comes once across the pages."""
         return tool_body(bound, pages.list_units)(run=run, state=state, cursor=cursor, limit=limit, detail=detail)
 
     def history(run: Run,
                 since: Annotated[int, Field(description="only events after this sequence number")] = 0,
-                limit: Annotated[int, Field(description="events per page, 1-1000")] = 100) -> str:
+                limit: Annotated[int, Field(description="events per page, 1-1000")] = 100) -> Reply:
         """A run's recorded events, oldest first (every write and attempt); next_since pages on."""
         return tool_body(bound, pages.history)(run=run, since=since, limit=limit)
 
@@ -121,7 +126,7 @@ def add_reads(server: MCPServer, bound: BoundStore, read: ToolAnnotations) -> No
                                                    " the output of a runner this server started")] = None,
                  attempt: Annotated[int | None, Field(description="the attempt number; default the last")] = None,
                  cursor: Annotated[str | None, Field(description="next_cursor: the part of the log before")] = None,
-                 ) -> str:
+                 ) -> Reply:
         """The end of a step's log (about 10 KB); next_cursor reads further back."""
         return tool_body(bound, logs.tail_log)(run=run, step=step, attempt=attempt, cursor=cursor)
 
@@ -131,14 +136,14 @@ def add_reads(server: MCPServer, bound: BoundStore, read: ToolAnnotations) -> No
                     targets: Annotated[list[str] | None, Field(description="steps to run with all they"
                                                                " need (make's targets)")] = None,
                     cursor: Cursor = None,
-                    limit: Annotated[int, Field(description="steps per page, 1-1000")] = 200) -> str:
+                    limit: Annotated[int, Field(description="steps per page, 1-1000")] = 200) -> Reply:
         """What `resumable run` would do with the job now, and why: each step run or skip with its
         reason (never ran, failed last time, command changed, done...). Runs and writes nothing."""
         return tool_body(bound, explain.explain)(jobfile=jobfile, step=step, targets=targets, cursor=cursor,
                                                  limit=limit)
 
     def watch_run(run: Run,
-                  timeout: Annotated[int, Field(description="seconds to wait, 0-300")] = 30) -> str:
+                  timeout: Annotated[int, Field(description="seconds to wait, 0-300")] = 30) -> Reply:
         """Wait until the run changes (a step ends, a state is written) or the timeout passes, then its
         summary; at once for a run nothing works on."""
         return tool_body(bound, runs.watch_run, locked=False)(run=run, timeout=timeout)
@@ -146,7 +151,7 @@ def add_reads(server: MCPServer, bound: BoundStore, read: ToolAnnotations) -> No
     for fn in (list_runs, run_summary, resume_set, list_units, history, tail_log):
         tool(fn)
     server.add_tool(explain_job, name="explain", annotations=read, structured_output=False)
-    tool(watch_run, locked=False)
+    tool(watch_run)
 
 
 def add_writes(server: MCPServer, bound: BoundStore) -> None:
@@ -158,7 +163,7 @@ def add_writes(server: MCPServer, bound: BoundStore) -> None:
              required_phases: Annotated[list[str] | None, Field(description="phases finalize done needs")] = None,
              require_validation: bool = False,
              launch: Annotated[dict[str, Any] | None, Field(description='how to resume it: {"scriptPath", "args"}')]
-             = None) -> str:
+             = None) -> Reply:
         """Start a run. Refused while a live run has this id (resume it instead); a done or aborted run's
         files are archived first."""
         return tool_body(bound, writes.init)(task=task, run=run, units=units, required_phases=required_phases,
@@ -169,36 +174,36 @@ def add_writes(server: MCPServer, bound: BoundStore) -> None:
                                          " timeout or interrupted")],
              note: str | None = None,
              deps: Annotated[list[str] | None, Field(description="the units it needs (replaces the list)")] = None,
-             ) -> str:
+             ) -> Reply:
         """Set a unit's state. Mark done only what is complete and verified; demoting a done unit is
         refused (use rerun)."""
         return tool_body(bound, writes.unit)(run=run, unit=unit, state=state, note=note, deps=deps)
 
     def phase(run: Run, phase: str,
-              state: Annotated[str, Field(description="pending, running, done, blocked or skipped")]) -> str:
+              state: Annotated[str, Field(description="pending, running, done, blocked or skipped")]) -> Reply:
         """Set a phase's state."""
         return tool_body(bound, writes.phase)(run=run, phase=phase, state=state)
 
-    def item(run: Run, items: Annotated[Any, Field(description="a finding (an object) or a list of them")]) -> str:
+    def item(run: Run, items: Annotated[Any, Field(description="a finding (an object) or a list of them")]) -> Reply:
         """Record open findings; returns their stable ids."""
         return tool_body(bound, writes.item)(run=run, items=items)
 
-    def resolve(run: Run, ids: list[str]) -> str:
+    def resolve(run: Run, ids: list[str]) -> Reply:
         """Resolve open findings by id; returns the ids moved."""
         return tool_body(bound, writes.resolve)(run=run, ids=ids)
 
     def validation(run: Run, status: Annotated[str, Field(description="green or red")],
-                   note: str | None = None) -> str:
+                   note: str | None = None) -> Reply:
         """Record the final validation."""
         return tool_body(bound, writes.validation)(run=run, status=status, note=note)
 
     def finalize(run: Run, status: Annotated[str, Field(description="done, needs_attention or aborted")],
-                 result: str | None = None) -> str:
+                 result: str | None = None) -> Reply:
         """Finish a run. done is refused while a unit is not done, a phase is blocked, a required phase is
         not done, a finding is open, or a required validation is absent or red."""
         return tool_body(bound, writes.finalize)(run=run, status=status, result=result)
 
-    def rerun(run: Run, units: list[str], reason: str | None = None) -> str:
+    def rerun(run: Run, units: list[str], reason: str | None = None) -> Reply:
         """Send units back to pending, done ones included, recording why: the next resume runs them."""
         return tool_body(bound, writes.rerun)(run=run, units=units, reason=reason)
 
@@ -207,7 +212,7 @@ def add_writes(server: MCPServer, bound: BoundStore) -> None:
                 targets: Annotated[list[str] | None, Field(description="steps to run with all they need")] = None,
                 jobs: Annotated[int, Field(description="steps at once, 0 = one per CPU")] = 1,
                 keep_going: Annotated[bool, Field(description="run every step not behind a failed one")] = False,
-                ) -> str:
+                ) -> Reply:
         """Start `resumable run` for a job in the background and return at once with the run's id. It runs
         the job's commands; a re-run skips what is done. Follow it with watch_run and run_summary."""
         return tool_body(bound, starter.run_job)(jobfile=jobfile, targets=targets, jobs=jobs, keep_going=keep_going)
