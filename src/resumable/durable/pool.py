@@ -90,9 +90,11 @@ def run_map(step: Step, wrapper: Any, iterables: tuple[Any, ...], *, jobs: int |
 
 def record_total(m: Mapping, limiter: Limiter | None) -> None:
     """The map's ``map`` record: its step's unit count once it ends, and how many are done now."""
-    units, done = m.totals
+    records = m.step.engine.records
+    with records.lock:  # the run's units, which another thread's commit may change meanwhile
+        units, done = m.totals
     rate = (limiter.text, limiter.interval) if limiter is not None else None
-    m.step.engine.records.commit([verbs.map_started(m.step.name, units, done, rate)])
+    records.commit([verbs.map_started(m.step.name, units, done, rate)])
 
 
 def flight(m: Mapping, executor: Executor, payload: bytes | shipping.Work, limit: int, gate: Gate | None) -> Flight:
