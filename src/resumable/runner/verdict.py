@@ -340,6 +340,8 @@ def _write(job: Job, work: Job, opts: RunOptions, backend: Backend, run: list[in
     from resumable.runner import jobcache
 
     job_key = jobcache.last_key()
+    for path, st in job.scanned:  # a family's files: a file added or removed there changes its directory
+        files.add(path, st, None)
     racy = files.racy()
     if job_key is None or racy is None or any("\n" in p or "\0" in p for p in files.paths):
         return  # the paths are stored NUL-separated on one line
