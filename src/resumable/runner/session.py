@@ -17,7 +17,7 @@ from resumable import store
 from resumable.core import policy, verbs
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
-from resumable.runner import explain, process
+from resumable.runner import explain, familyview, process
 from resumable.runner.conclude import conclude, removal_marks, removed_count, summary_of
 from resumable.runner.jobfile import DEFAULT_GRACE, DEFAULT_JOB_FILE, Job, Step, load_job_file
 from resumable.runner.jobflags import job_from_flags
@@ -188,20 +188,39 @@ def launch_of(opts: RunOptions) -> Launch:
 
 def selection(job: Job, targets: tuple[str, ...]) -> Job:
     """The job cut down to the target steps and everything they need (the whole job without
-    targets); a target the job does not have is refused, with the closest id."""
+    targets); a family's name stands for every instance of it. A target the job does not have
+    is refused, with the closest id."""
     if not targets:
         return job
     from resumable.core.plan import needed_by
+
+    wanted = expand_targets(job, targets)
+    keep = needed_by({s.id: s.needs for s in job.steps}, wanted)
+    return replace(job, steps=tuple(s for s in job.steps if s.id in keep))
+
+
+def expand_targets(job: Job, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The step ids the targets name: a step or an instance itself, a family every instance."""
+    from resumable.runner.families import family_of
     from resumable.runner.jobfile import did_you_mean
 
     ids = [s.id for s in job.steps]
     known = set(ids)
+    families: dict[str, list[str]] = {}
+    for sid in ids:
+        fam = family_of(sid)
+        if fam is not None:
+            families.setdefault(fam, []).append(sid)
+    out: list[str] = []
     for t in targets:
-        if t not in known:
-            raise UsageError(f"job {job.name!r} has no step {t!r}{did_you_mean(t, ids)}; its steps are listed by"
-                             " `resumable run --dry-run`")
-    keep = needed_by({s.id: s.needs for s in job.steps}, targets)
-    return replace(job, steps=tuple(s for s in job.steps if s.id in keep))
+        if t in known:
+            out.append(t)
+        elif t in families:
+            out.extend(families[t])
+        else:
+            raise UsageError(f"job {job.name!r} has no step {t!r}{did_you_mean(t, [*families, *ids])}; its steps"
+                             " are listed by `resumable run --dry-run`")
+    return tuple(dict.fromkeys(out))
 
 
 def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: Backend | None = None,
@@ -220,14 +239,15 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: B
         units = reconciled_view(job, doc, units)
     decisions = explain.plan(work, verdict.smudged(work, units, changed or []), force=opts.force)
     if opts.explain:
-        step = job.step(opts.explain).id
-        d = decisions.get(step)
-        line = d.line() if d is not None else f"skip  {step}: not selected (not needed by {', '.join(opts.targets)})"
-        print(escape_controls(line))
+        print("\n".join(map(escape_controls, explained(job, opts, decisions))))
         return 0
     # Reasons carry file names (inputs, artifacts): data, escaped. One write for all the
-    # lines: a 100,000-step plan prints in a blink.
-    lines = [d.line() for d in decisions.values()]
+    # lines: a 100,000-step plan prints in a blink. A family of steps is a line (-v: a line
+    # per instance).
+    if opts.verbose or not familyview.has_families(decisions):
+        lines = [d.line() for d in decisions.values()]
+    else:
+        lines = familyview.lines(decisions)
     n = sum(d.run for d in decisions.values())
     others = len(job.steps) - len(work.steps)
     rest = f", {others} not selected" if others else ""
@@ -236,6 +256,17 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: B
     if n == 0 and backend is not None:
         verdict.keep(job, work, opts, backend, handle, units, decisions, before)
     return 0
+
+
+def explained(job: Job, opts: RunOptions, decisions: Mapping[str, explain.Decision]) -> list[str]:
+    """``--explain STEP``: why it runs or is skipped; for a family, its line and each instance that
+    runs."""
+    assert opts.explain is not None
+    if any(sid.startswith(opts.explain + "@") for sid in decisions) and opts.explain not in decisions:
+        return familyview.explain_family(opts.explain, decisions)
+    (step,) = expand_targets(job, (opts.explain,))
+    d = decisions.get(step)
+    return [d.line() if d is not None else f"skip  {step}: not selected (not needed by {', '.join(opts.targets)})"]
 
 
 def reset(backend: Backend, run_id: str, *, quiet: bool, dry_run: bool = False) -> int:

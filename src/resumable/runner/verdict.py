@@ -285,7 +285,9 @@ def answer(found: Found, opts: RunOptions, launch: Mapping[str, Any] | None) -> 
         ids = found.ids()
         others = int(doc["total"]) - len(ids)
         rest = f", {others} not selected" if others else ""
-        lines = [f"skip  {sid}: done" for sid in ids]
+        from resumable.runner.familyview import done_lines
+
+        lines = done_lines(ids)  # a family of steps is a line, as the long way prints it
         lines.append(f"0 to run, {len(ids)} to skip{rest} (dry run: nothing executed or written)")
         sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
         return 0
