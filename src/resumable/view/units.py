@@ -100,6 +100,10 @@ class Tally:
     reconciled: list[tuple[str, str]] = field(default_factory=list)
     reconciled_count: int = 0
     first_start: float | None = None
+    # Per family of steps (unit ids ``family@...``): the count of each bucket, and the order the
+    # families come in.
+    families: dict[str, dict[str, int]] = field(default_factory=dict)
+    family_order: dict[str, int] = field(default_factory=dict)
 
     @property
     def done(self) -> int:
@@ -113,9 +117,17 @@ def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
         return t
     counts = t.counts
     first = t.first
+    families = t.families
     for uid, unit in units.items():
         b = unit_bucket(unit)
         counts[b] = counts.get(b, 0) + 1
+        if "@" in uid:
+            fam = uid.partition("@")[0]
+            fc = families.get(fam)
+            if fc is None:
+                fc = families[fam] = {}
+                t.family_order[fam] = len(t.family_order)
+            fc[b] = fc.get(b, 0) + 1
         if b == "removed":
             continue
         if b != "done" and b != "pending":
