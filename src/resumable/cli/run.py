@@ -61,8 +61,10 @@ def run_command(ctx: click.Context, /, **kw: Any) -> None:
     """Run a job as a resumable DAG of steps; re-run the same command to finish what is left.
 
     JOBFILE is a TOML job file (a name ending in .toml, or a path; default: resumable.toml here or
-    in a parent directory); or describe the steps with --step. STEP...: run only these steps and
-    everything they need (as `make combine`); the other steps keep their state.
+    in a parent directory), or a Python file (.py) that builds a resumable.Job; or describe the
+    steps with --step. STEP...: run only these steps and everything they need (as `make
+    combine`); the other steps keep their state. A family of steps (params, files) is a STEP too:
+    every instance of it.
     """
     from resumable.runner.joblocate import JobFileError
     from resumable.runner.session import run

@@ -202,6 +202,11 @@ def _resolve_needs(e: _Expanded, by_name: Mapping[str, _Expanded], plain: Mappin
             problems.add(fam.table, "needs", 'expected step ids, or tables like { step = "x", name = "value" }')
     refs = {r for t in _all_templates(e.templates) for r in t.refs}
     for ref in sorted(refs):
+        declared = plain[ref].artifacts if ref in plain else by_name[ref].family.step.artifacts \
+            if ref in by_name else None
+        if declared == ():
+            problems.add(fam.table, _key_of(e.templates, ref), f"{{{ref}.artifacts}}: {ref} declares no artifacts")
+            continue
         if ref in by_name and by_name[ref].family.parametric:
             for inst in e.instances:
                 if ref not in inst.picked:

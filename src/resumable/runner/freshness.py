@@ -46,6 +46,9 @@ def judge(opts: RunOptions, command: str) -> JobCheck:
     if opts.jobfile is not None and not os.path.isfile(opts.jobfile):
         return JobCheck("unknown", command=command,
                         note=f"its job file {opts.jobfile} no longer exists: cannot tell whether it is up to date")
+    from resumable.runner import jobpython
+
+    jobpython.forget()
     try:
         kept = _kept(opts)
         if kept is not None:

@@ -19,7 +19,7 @@ from typing import Any
 from resumable.core import durations
 from resumable.core.plan import find_cycles
 from resumable.errors import InvalidInputError, UsageError
-from resumable.runner import inputs
+from resumable.runner import inputs, jobpython
 from resumable.runner.expand import Family, expand
 from resumable.runner.families import FAMILY_KEYS
 from resumable.runner.inputs import InputFile
@@ -32,6 +32,7 @@ from resumable.runner.jobmodel import DEFAULT_JOB_FILE as DEFAULT_JOB_FILE
 from resumable.runner.jobmodel import DEFAULT_SHELL as DEFAULT_SHELL
 from resumable.runner.jobmodel import Job as Job
 from resumable.runner.jobmodel import Step as Step
+from resumable.runner.jobpython import is_python
 from resumable.runner.jobtoml import parse_toml
 
 # Step ids become log file names and unit ids: keep them to a portable, traversal-free alphabet.
@@ -187,13 +188,21 @@ assert set(_STEP_FIELDS) == _STEP_KEYS
 
 
 def load_job_file(path: str | os.PathLike[str], name_override: str | None = None) -> Job:
+    """The job of a TOML job file, or of a Python file that builds one (``runner.jobpython``)."""
     p = Path(path)
+    if is_python(p):
+        return parse_job(read_job_bytes(p), p, name_override)[0]
     text = job_text(p, read_job_bytes(p))
     return job_from_mapping(parse_toml(text, p), p, text, name_override)
 
 
 def read_job_bytes(p: Path) -> bytes:
+    """The job file's bytes; for a Python file, what its job is keyed by (its bytes and the job
+    it builds: the file is run, once per invocation)."""
     from resumable import fsio
+
+    if is_python(p):
+        return jobpython.build(p).key
 
     try:
         # Never blocks on a FIFO, never reads a device: a regular file only (a link may lead to it).
@@ -217,6 +226,13 @@ def job_text(p: Path, data: bytes) -> str:
 def parse_job(data: bytes, p: Path, name_override: str | None) -> tuple[Job, Declared]:
     """The job a file's bytes describe, and what it declares before its inputs are looked up
     (``runner.jobcache`` keeps that: the inputs' files are the file system's, looked up each time)."""
+    if is_python(p):
+        built = jobpython.build(p)
+        declared = declared_steps(built.document, p, "", name_override, built.sites)
+        for sid, line in built.twice:
+            declared.problems.add(f"steps.{sid}", None, f"a second step {sid!r} (at line {line}); step ids are unique")
+        declared.cacheable = False  # the file runs every time: nothing to save by keeping its parse
+        return finish_job(declared, p), declared
     text = job_text(p, data)
     declared = declared_steps(parse_toml(text, p), p, text, name_override)
     return finish_job(declared, p), declared
@@ -262,6 +278,11 @@ class Declared:
     # Families of steps (``runner.expand``), made into steps by ``finish_job``: a ``files``
     # pattern is matched against the files there are then, every time.
     families: list[Family] = field(default_factory=list)
+    cacheable: bool = True  # whether ``runner.jobcache`` may keep it (a job read the same every time)
+
+    def __post_init__(self) -> None:
+        if self.families:
+            self.cacheable = False
 
 
 def job_from_mapping(
@@ -271,8 +292,11 @@ def job_from_mapping(
     return finish_job(declared_steps(data, path, text, name_override), path)
 
 
-def declared_steps(data: Mapping[str, Any], path: Path, text: str, name_override: str | None) -> Declared:
-    problems = Problems(Locator(path, text))
+def declared_steps(data: Mapping[str, Any], path: Path, text: str, name_override: str | None,
+                   locator: Locator | None = None) -> Declared:
+    """The steps a job document declares (a TOML job file's, or a Python job's: ``locator`` then
+    finds the lines of its calls)."""
+    problems = Problems(locator or Locator(path, text))
     base = path.resolve().parent
     for key in data:
         if key not in ("job", "steps"):

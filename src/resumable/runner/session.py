@@ -88,8 +88,9 @@ def open_backend(opts: RunOptions, job: Job | None) -> Backend:
     return store.open_backend(opts.state_dir, url=opts.store, start=start)
 
 
-def run(opts: RunOptions) -> int:
-    """Run the job as the options say and return the exit code; raises ResumableError."""
+def run(opts: RunOptions, *, keep_built: bool = False) -> int:
+    """Run the job as the options say and return the exit code; raises ResumableError.
+    ``keep_built``: a Python job already built (``Job.run``) is not built again."""
     import gc
 
     # A big job and its run are millions of objects that live as long as the runner: the cyclic
@@ -97,6 +98,10 @@ def run(opts: RunOptions) -> int:
     # 100,000-step run). Collection is off while loading, and what was loaded is frozen (never
     # walked again) before the steps run; both are undone on the way out (run_job may be called
     # from a long-lived program).
+    from resumable.runner import jobpython
+
+    if not keep_built:
+        jobpython.forget()  # a Python job file runs once per invocation: this one
     enabled = gc.isenabled()
     gc.disable()
     try:
