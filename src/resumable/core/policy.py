@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from resumable.core import verbs
+from resumable.core.instance import is_instance
 
 if TYPE_CHECKING:
     from resumable.core.types import Event
@@ -222,11 +223,11 @@ def summary_of(states: Iterable[str], removed: int = 0) -> str:
 
 def dropped(uid: str, unit: object) -> bool:
     """Whether a unit the job no longer has may be left as it is: it is done, or it is an instance
-    of a family of steps (``family@value``) marked removed (its file was removed: how a user drops
+    of a family of steps (``family+value``) marked removed (its file was removed: how a user drops
     an instance, however it ended)."""
     if not isinstance(unit, dict):
         return False
-    return unit.get("status") == "done" or ("@" in uid and unit.get("removed") is True)
+    return unit.get("status") == "done" or (is_instance(uid) and unit.get("removed") is True)
 
 
 def verdict(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> Verdict:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from resumable.core.instance import SEP
 from resumable.core.stamps import format_duration
 from resumable.core.text import escape_controls
 from resumable.runner.explain import Decision
@@ -217,7 +218,7 @@ class FamilyTally:
 
     def plan(self, decisions: Mapping[str, Decision]) -> None:
         for sid, d in decisions.items():
-            fam, sep, _ = sid.partition("@")
+            fam, sep, _ = sid.partition(SEP)
             if not sep:
                 continue
             self.any = True
@@ -228,7 +229,7 @@ class FamilyTally:
                 self.done[fam] = self.done.get(fam, 0) + 1
 
     def ended(self, step_id: str, status: str) -> str | None:
-        fam, sep, _ = step_id.partition("@")
+        fam, sep, _ = step_id.partition(SEP)
         if not sep or fam not in self.left:
             return None
         ends = self.ends.setdefault(fam, {})
@@ -367,7 +368,7 @@ class LiveReporter(PlainReporter):
         plain: list[tuple[str, tuple[int, float]]] = []
         families: dict[str, list[tuple[str, tuple[int, float]]]] = {}
         for item in sorted(self.running.items()):
-            fam, sep, _ = item[0].partition("@")
+            fam, sep, _ = item[0].partition(SEP)
             if sep:
                 families.setdefault(fam, []).append(item)
             else:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from resumable.core.instance import is_instance
 from resumable.runner import inputs
 from resumable.runner.families import Space, family_of, instance_id, read_space, value_text
 from resumable.runner.joblocate import Problems, did_you_mean
@@ -349,10 +350,10 @@ def _need_table(e: _Expanded, entry: Mapping[str, Any], by_name: Mapping[str, _E
 
 def _check_plain_needs(steps: Sequence[Step], plain: Mapping[str, Step], instance_ids: set[str],
                        by_name: Mapping[str, _Expanded], problems: Problems) -> None:
-    """An ordinary step's need of an instance (``download@03``) names one that exists."""
+    """An ordinary step's need of an instance (``download+03``) names one that exists."""
     for s in steps:
         for n in s.needs:
-            if "@" in n and n not in instance_ids:
+            if is_instance(n) and n not in instance_ids:
                 problems.add(f"steps.{s.id}", "needs", f"unknown step {n!r} in needs"
                              f"{did_you_mean(n, sorted(instance_ids)[:1000])}")
 
@@ -426,7 +427,7 @@ def _check_artifacts(steps: Sequence[Step], problems: Problems) -> None:
         for a in s.artifacts:
             path = inputs.resolve(s.cwd, a)
             first = owner.setdefault(path, s.id)
-            if first == s.id or ("@" not in first and "@" not in s.id):
+            if first == s.id or not (is_instance(first) or is_instance(s.id)):
                 continue
             fam = family_of(s.id) or s.id
             if fam in told:

@@ -1,6 +1,6 @@
 """Families of steps: a step table with ``params`` and/or ``files`` stands for one step per
-combination of its parameters' values (an *instance*, ``family@value``; ``family@v1@v2`` for
-several parameters, in the order they are declared).
+combination of its parameters' values (an *instance*, ``family+value``; ``family+v1+v2`` for
+several parameters, in the order they are declared: ``core.instance``).
 
 - ``params = { shard = ["a", "b"], seed = { from = 1, to = 3, width = 2 } }``: a list, or a range
   (inclusive, ``step`` 1 by default, ``width`` pads with zeros); several parameters make their
@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
+from resumable.core.instance import SEP
+from resumable.core.instance import family_of as family_of
 from resumable.runner.joblocate import Problems
 from resumable.runner.templates import unknown_parameter
 
@@ -55,13 +57,8 @@ def id_part(value: str) -> str:
 
 
 def instance_id(family: str, combo: Sequence[str]) -> str:
-    return "@".join((family, *map(id_part, combo)))
-
-
-def family_of(step_id: str) -> str | None:
-    """The family an instance id belongs to (None for an ordinary step)."""
-    head, sep, _ = step_id.partition("@")
-    return head if sep else None
+    """``family+v1+v2`` (``core.instance``)."""
+    return SEP.join((family, *map(id_part, combo)))
 
 
 def value_text(value: object) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from resumable.runner.families import family_of
+from resumable.core.instance import family_of, is_instance
 
 if TYPE_CHECKING:
     from resumable.runner.explain import Decision
@@ -37,7 +37,7 @@ def grouped(decisions: Mapping[str, Decision]) -> list[tuple[str, list[Decision]
 
 
 def has_families(ids: Iterable[str]) -> bool:
-    return any("@" in sid for sid in ids)
+    return any(map(is_instance, ids))
 
 
 def _head(reason: str) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from resumable.core import durations
+from resumable.core.instance import is_instance
 from resumable.core.plan import find_cycles
 from resumable.errors import InvalidInputError, UsageError
 from resumable.runner import inputs, jobpython
@@ -494,7 +495,7 @@ def _check_needs(graph: Mapping[str, tuple[str, ...]], problems: Problems, famil
         for dep in needs:
             if dep == sid:
                 problems.add(f"steps.{sid}", "needs", "a step cannot need itself")
-            elif dep not in graph and not (families and "@" in dep):
+            elif dep not in graph and not (families and is_instance(dep)):
                 problems.add(f"steps.{sid}", "needs", f"unknown step {dep!r} in needs{did_you_mean(dep, graph)}")
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from resumable import store
 from resumable.core import policy, verbs
+from resumable.core.instance import family_of
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
 from resumable.runner import explain, familyview, process
@@ -206,7 +207,6 @@ def selection(job: Job, targets: tuple[str, ...]) -> Job:
 
 def expand_targets(job: Job, targets: tuple[str, ...]) -> tuple[str, ...]:
     """The step ids the targets name: a step or an instance itself, a family every instance."""
-    from resumable.runner.families import family_of
     from resumable.runner.jobfile import did_you_mean
 
     ids = [s.id for s in job.steps]
@@ -267,7 +267,7 @@ def explained(job: Job, opts: RunOptions, decisions: Mapping[str, explain.Decisi
     """``--explain STEP``: why it runs or is skipped; for a family, its line and each instance that
     runs."""
     assert opts.explain is not None
-    if any(sid.startswith(opts.explain + "@") for sid in decisions) and opts.explain not in decisions:
+    if opts.explain not in decisions and any(family_of(sid) == opts.explain for sid in decisions):
         return familyview.explain_family(opts.explain, decisions)
     (step,) = expand_targets(job, (opts.explain,))
     d = decisions.get(step)

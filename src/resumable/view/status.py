@@ -371,7 +371,7 @@ def runner_launched(doc: Mapping[str, Any]) -> bool:
 
 
 def family_lines(doc: Mapping[str, Any], t: Tally) -> list[Line]:
-    """A line per family of steps (instances ``family@...`` of a run ``resumable run`` launched):
+    """A line per family of steps (instances ``family+...`` of a run ``resumable run`` launched):
     its done/total and the count of each other state; the instances that need a human are detailed
     below with the others."""
     if not t.families or not runner_launched(doc):

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from resumable.core.instance import SEP
 from resumable.core.stamps import format_duration as fmt_dur
 from resumable.core.stamps import parse_stamp as parse_ts
 
@@ -100,7 +101,7 @@ class Tally:
     reconciled: list[tuple[str, str]] = field(default_factory=list)
     reconciled_count: int = 0
     first_start: float | None = None
-    # Per family of steps (unit ids ``family@...``): the count of each bucket, and the order the
+    # Per family of steps (unit ids ``family+...``): the count of each bucket, and the order the
     # families come in.
     families: dict[str, dict[str, int]] = field(default_factory=dict)
     family_order: dict[str, int] = field(default_factory=dict)
@@ -121,8 +122,8 @@ def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
     for uid, unit in units.items():
         b = unit_bucket(unit)
         counts[b] = counts.get(b, 0) + 1
-        if "@" in uid:
-            fam = uid.partition("@")[0]
+        if SEP in uid:
+            fam = uid.partition(SEP)[0]
             fc = families.get(fam)
             if fc is None:
                 fc = families[fam] = {}
