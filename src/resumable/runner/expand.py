@@ -74,15 +74,18 @@ def expand(steps: list[Step], families: Sequence[Family], problems: Problems
     stands); and the directories the ``files`` patterns listed, with their stats."""
     scanned: list[tuple[str, os.stat_result]] = []
     done: list[_Expanded] = []
+    broken: set[str] = set()  # families that make no step: what names them is not told again
     for fam in families:
         got = _instances(fam, problems, scanned)
         if got is not None:
             done.append(got)
+        else:
+            broken.add(fam.name)
     by_name = {e.family.name: e for e in done}
     plain = {s.id: s for s in steps}
     instance_ids = {i.id for e in done if e.family.parametric for i in e.instances}
     for e in done:
-        _resolve_needs(e, by_name, plain, instance_ids, problems)
+        _resolve_needs(e, by_name, plain, instance_ids, broken, problems)
     made: dict[str, tuple[str, tuple[str, ...]]] = {s.id: (s.cwd, s.artifacts) for s in steps}
     for e in done:
         for inst in e.instances:
@@ -119,8 +122,6 @@ def _instances(fam: Family, problems: Problems, scanned: list[tuple[str, os.stat
         space = Space([], [()])
     names = space.names if fam.parametric else None
     templates = _compile(fam, names, problems)
-    if templates is None:
-        return None
     cache: dict[tuple[str, int], str] = {}
     seen: dict[str, tuple[str, ...]] = {}
     instances = []
@@ -143,20 +144,17 @@ def _show(names: Sequence[str], combo: Sequence[str]) -> str:
     return ", ".join(f"{n}={v!r}" for n, v in zip(names, combo, strict=True))
 
 
-def _compile(fam: Family, names: list[str] | None, problems: Problems) -> dict[str, Any] | None:
+def _compile(fam: Family, names: list[str] | None, problems: Problems) -> dict[str, Any]:
     """Every templated field of the family: ``command`` (a Template, or a tuple of them for argv),
     ``inputs``/``artifacts`` (tuples), ``env`` (pairs), ``cwd`` and ``log`` (Template or None)."""
     step = fam.step
     out: dict[str, Any] = {}
-    ok = True
 
     def comp(key: str, text: str, shell: bool = False) -> Template:
-        nonlocal ok
         try:
             return compile_text(text, names, shell=shell)
-        except TemplateError as exc:
+        except TemplateError as exc:  # told; the family is still made, so its needs are checked too
             problems.add(fam.table, key, str(exc))
-            ok = False
             return Template((text,), text)
 
     cmd = step.command
@@ -171,8 +169,9 @@ def _compile(fam: Family, names: list[str] | None, problems: Problems) -> dict[s
         found = value if isinstance(value, tuple) else (value,) if value is not None else ()
         if any(t.refs for t in found):
             problems.add(fam.table, key, "{step.artifacts} goes in run, inputs or env only")
-            ok = False
-    return out if ok else None
+            out[key] = tuple(Template((t.pieces[0] if isinstance(t.pieces[0], str) else "",), "") for t in found) \
+                if isinstance(value, tuple) else Template(("",), "")
+    return out
 
 
 def _render_now(key: str, t: Any, quoted: list[list[str]]) -> Any:
@@ -190,18 +189,21 @@ def _render_now(key: str, t: Any, quoted: list[list[str]]) -> Any:
 
 
 def _resolve_needs(e: _Expanded, by_name: Mapping[str, _Expanded], plain: Mapping[str, Step],
-                   instance_ids: set[str], problems: Problems) -> None:
+                   instance_ids: set[str], broken: set[str], problems: Problems) -> None:
     fam = e.family
     raw = fam.raw.get("needs", [])
     entries = raw if isinstance(raw, list) else [raw]
     for entry in entries:
+        named = entry if isinstance(entry, str) else entry.get("step") if isinstance(entry, dict) else None
+        if named in broken or (isinstance(named, str) and family_of(named) in broken):
+            continue  # a family that makes no step: said once, where it is declared
         if isinstance(entry, str):
             _need_name(e, entry, by_name, plain, instance_ids, problems)
         elif isinstance(entry, dict):
             _need_table(e, entry, by_name, problems)
         else:
             problems.add(fam.table, "needs", 'expected step ids, or tables like { step = "x", name = "value" }')
-    refs = {r for t in _all_templates(e.templates) for r in t.refs}
+    refs = {r for t in _all_templates(e.templates) for r in t.refs} - broken
     for ref in sorted(refs):
         declared = plain[ref].artifacts if ref in plain else by_name[ref].family.step.artifacts \
             if ref in by_name else None

@@ -427,11 +427,8 @@ def _family(sid: str, raw: Mapping[str, Any], defaults: Mapping[str, Any], probl
             *, parametric: bool) -> Family:
     """A family's table: its fields read as a step's (templates and all), its own keys and needs
     kept for the expansion."""
-    table = f"steps.{sid}"
-    if not parametric:
-        for key in FAMILY_KEYS & raw.keys():
-            problems.add(table, key, f"{key} goes with params or files (a family of steps)")
-    fields = {k: v for k, v in raw.items() if k not in FAMILY_KEYS and k != "needs"}
+    keep = () if parametric else ("exclude", "include")  # told by _read_step
+    fields = {k: v for k, v in raw.items() if (k not in FAMILY_KEYS or k in keep) and k != "needs"}
     step = _read_step(sid, fields, defaults, problems)
     return Family(sid, step, raw, position, parametric)
 
@@ -469,6 +466,9 @@ def _read_step(sid: str, raw: Mapping[str, Any], defaults: Mapping[str, Any], pr
     values = dict(defaults)
     for key, value in raw.items():
         spec = _STEP_FIELDS.get(key)
+        if spec is None and key in FAMILY_KEYS:
+            problems.add(table, key, f"{key} goes with params or files (a family of steps)")
+            continue
         if spec is None:
             known = _STEP_KEYS | FAMILY_KEYS
             problems.add(table, key, f"unknown key {key!r}{did_you_mean(key, known)}; known: "
