@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from resumable.core import verbs
-from resumable.core.instance import is_instance
 
 if TYPE_CHECKING:
     from resumable.core.types import Event
@@ -221,15 +220,6 @@ def summary_of(states: Iterable[str], removed: int = 0) -> str:
     return ", ".join(parts)
 
 
-def dropped(uid: str, unit: object) -> bool:
-    """Whether a unit the job no longer has may be left as it is: it is done, or it is an instance
-    of a family of steps (``family+value``) marked removed (its file was removed: how a user drops
-    an instance, however it ended)."""
-    if not isinstance(unit, dict):
-        return False
-    return unit.get("status") == "done" or (is_instance(uid) and unit.get("removed") is True)
-
-
 def verdict(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> Verdict:
     """The run's conclusion once nothing runs and nothing more will start: ``ends`` holds every
     step of the job, in its order; ``doc`` is the run's document as it stands."""
@@ -246,7 +236,8 @@ def verdict(ends: Mapping[str, StepEnd], doc: Mapping[str, Any]) -> Verdict:
     # not done the run cannot honestly be finalized done.
     removed = sum(1 for uid, u in units.items() if uid not in ends and isinstance(u, dict) and u.get("removed") is True)
     summary = summary_of((end.state for end in ends.values()), removed)
-    stale = sorted(uid for uid, u in units.items() if uid not in ends and not dropped(uid, u))
+    stale = sorted(uid for uid, u in units.items()
+                   if uid not in ends and not (isinstance(u, dict) and u.get("status") == "done"))
     if all(end.state in FINISHED_STATES for end in ends.values()) and not stale:
         events.append(verbs.finalize("done", summary))
         return Verdict("done", summary, events, stale)

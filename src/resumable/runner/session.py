@@ -498,7 +498,8 @@ def nothing_to_do(job: Job, doc: Mapping[str, Any], decisions: Mapping[str, expl
     units = _units(doc)
     if len(units) == len(decisions):
         return True
-    return all(policy.dropped(uid, u) for uid, u in units.items() if uid not in decisions)
+    return all(isinstance(u, dict) and u.get("status") == "done"
+               for uid, u in units.items() if uid not in decisions)
 
 
 def reconcile(job: Job, writer: SafeWriter, doc: Mapping[str, Any], reporter: Any) -> bool:
