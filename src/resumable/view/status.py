@@ -94,7 +94,7 @@ def check_lines(check: JobCheck | None) -> list[Line]:
                  (f" (`{check.command}` would run nothing)" if check.command else "", "dim")]]
     if check.state == "unknown":
         return [[("job      ", "dim"), (check.note or "cannot tell whether it is up to date", "yellow")]]
-    steps = "step" if check.to_run == 1 else "steps"
+    steps = "step" if check.total == 1 else "steps"
     out: list[Line] = [[("job      ", "dim"), ("out of date", "bold yellow"),
                         (f": `{check.command}` would run {check.to_run} of {check.total} {steps}", "")]]
     out.extend([("  " + r, "dim")] for r in check.reasons)
