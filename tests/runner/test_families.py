@@ -44,7 +44,8 @@ def test_a_list_a_range_and_their_product(tmp_path: Path) -> None:
 
 def test_exclude_and_include_as_ci_matrices(tmp_path: Path) -> None:
     body = ('[steps.t]\nparams = { os = ["linux", "mac"], py = ["3.11", "3.12"] }\nrun = "x"\n'
-            'exclude = [{ os = "mac", py = "3.11" }]\ninclude = [{ os = "bsd", py = "3.12" }, { os = "linux", py = "3.11" }]\n')
+            'exclude = [{ os = "mac", py = "3.11" }]\n'
+            'include = [{ os = "bsd", py = "3.12" }, { os = "linux", py = "3.11" }]\n')
     assert _ids(tmp_path, body) == ["t+linux+3.11", "t+linux+3.12", "t+mac+3.12", "t+bsd+3.12"]
     # An exclusion names a subset of the parameters, or several values of one.
     body = '[steps.t]\nparams = { a = [1, 2, 3], b = [1, 2] }\nrun = "x"\nexclude = [{ a = [1, 3] }]\n'
@@ -229,7 +230,8 @@ run = "x"
         "L12: [steps.c] params: x: an empty list makes no step",
         "L15: [steps.d] files: no file matches 'raw/{id}.csv' (in " + str(tmp_path) + "): the family makes no step",
         "L18: [steps.e] needs: e needs a with shard = '9', which has no such instance",
-        "L18: [steps.e] needs: { step = 'a' }: unknown parameter 'shrad' (did you mean 'shard'?); a's parameters: shard",
+        "L18: [steps.e] needs: { step = 'a' }: unknown parameter 'shrad' (did you mean 'shard'?);"
+        " a's parameters: shard",
         "L21: [steps.g] params: k: the range from 5 to 1 by 1 is empty: no step",
         "L24: [steps.h] params: v: two values make the same instance id part 'a_b'",
         "L28: [steps.i] exclude: every combination is excluded: the family makes no step",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -75,9 +75,10 @@ class Job:
         for ``needs``. A step with ``params`` or ``files`` is a family (``runner.families``)."""
         site = _caller()
         if step_id in self._steps:
-            self._twice.append((step_id, *site))
+            self._twice.append((step_id, *site))  # the first stays: the second is reported
+            return step_id
         self._steps[step_id] = {k: _plain(v) for k, v in keys.items()}
-        self._sites.setdefault(step_id, site)
+        self._sites[step_id] = site
         return step_id
 
     def run(self, **options: Any) -> int:
@@ -117,13 +118,18 @@ class Job:
 
 
 def _plain(value: Any) -> Any:
-    """Python values as the TOML document would hold them: tuples as lists, paths as strings."""
+    """Python values as the TOML document would hold them: tuples, ranges and other sequences as
+    lists, sets sorted, paths as strings."""
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
+    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, Mapping):
         return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return [_plain(v) for v in sorted(value, key=repr)]  # an order that is the same every run
+    if isinstance(value, Iterable):
+        return [_plain(v) for v in value]
     return value
 
 
@@ -237,6 +243,7 @@ def _execute(code: Any, path: Path) -> Job:
     env: dict[str, Any] = {"__name__": path.stem, "__file__": str(path.resolve()), "__builtins__": __builtins__}
     Job._made = []
     here = os.getcwd()
+    before = set(sys.modules)
     sys.path.insert(0, folder)
     try:
         os.chdir(folder)
@@ -249,6 +256,7 @@ def _execute(code: Any, path: Path) -> Job:
         os.chdir(here)
         if folder in sys.path:
             sys.path.remove(folder)
+        _forget_modules(before, folder)
     made, Job._made = Job._made, []
     named = env.get("job")
     if isinstance(named, Job):
@@ -260,6 +268,17 @@ def _execute(code: Any, path: Path) -> Job:
                                 " job.step(\"hello\", run=\"echo hello\")")
     names = ", ".join(repr(j.name) for j in made[:5])
     raise InvalidInputError(f"{path}: builds {len(made)} jobs ({names}); name the one to run `job`")
+
+
+def _forget_modules(before: set[str], folder: str) -> None:
+    """The job file's own modules (imported from its directory by this run of it) are forgotten:
+    the next run of the file in this process (``run_job`` in a long-lived program) imports them
+    anew, as a new ``resumable run`` would."""
+    inside = folder.rstrip(os.sep) + os.sep
+    for name in set(sys.modules) - before:
+        file = getattr(sys.modules[name], "__file__", None)
+        if isinstance(file, str) and os.path.realpath(file).startswith(inside):
+            del sys.modules[name]
 
 
 def _where(exc: BaseException, path: Path) -> str:
