@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from resumable.core.types import Event, ResumeRecipe, ResumeSet, RunDocument, Summary
     from resumable.durable.attempts import StepFailed
     from resumable.durable.codec import Serializer
-    from resumable.runner.jobpython import Job as Job
+    from resumable.runner.jobbuild import Job as Job
     from resumable.runner.options import RunOptions
     from resumable.store.backend import Backend, RunHandle
 
@@ -424,10 +424,10 @@ def run_job(jobfile: str | os.PathLike[str] | None = None, **options: Any) -> in
 
 
 def __getattr__(name: str) -> Any:
-    # ``Job`` (``runner.jobpython``) is loaded on first use: a low-level verb, which imports this
+    # ``Job`` (``runner.jobbuild``) is loaded on first use: a low-level verb, which imports this
     # module, must not pay for the job file's reader.
     if name == "Job":
-        from resumable.runner.jobpython import Job
+        from resumable.runner.jobbuild import Job
 
         return Job
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

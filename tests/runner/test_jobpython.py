@@ -156,6 +156,6 @@ def test_run_job_takes_a_python_file(pipeline: Path) -> None:
 
 def test_job_run_refuses_a_job_made_outside_a_file() -> None:
     job = resumable.Job("x")
-    job._site = ("<stdin>", 1)
+    job.site = ("<stdin>", 1)
     with pytest.raises(resumable.InvalidInputError, match=r"runs a job made in a \.py file"):
         job.run()

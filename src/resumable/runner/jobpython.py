@@ -27,10 +27,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Protocol
 
 from resumable.errors import InvalidInputError
 from resumable.runner.joblocate import Locator
@@ -43,106 +43,21 @@ def is_python(path: str | os.PathLike[str]) -> bool:
     return os.fspath(path).endswith(PYTHON_SUFFIX)
 
 
-class Job:
-    """A job built in Python (``resumable.Job``): ``step(id, **keys)`` adds a step with the job
-    file's keys; ``resumable run FILE.py`` runs the job a file makes, ``run()`` runs it from the
-    program that made it.
+class JobLike(Protocol):
+    """What a job made in Python gives (``runner.jobbuild.Job``)."""
 
-        job = resumable.Job("shards", timeout="1h")      # [job] keys as keywords
-        job.step("download", files="raw/{shard}.csv", run="sh dl.sh {shard}",
-                 artifacts=["data/{shard}.csv"])
-        job.step("merge", needs=["download"], run="cat {download.artifacts} > all.csv")"""
-
-    _made: ClassVar[list[Job]] = []  # every job made while a job file runs (the one it makes is found so)
-
-    def __init__(self, name: str | None = None, **job: Any) -> None:
-        self._job: dict[str, Any] = {k: _plain(v) for k, v in job.items()}
-        if name is not None:
-            self._job["name"] = name
-        self._steps: dict[str, dict[str, Any]] = {}
-        self._sites: dict[str, tuple[str, int]] = {}
-        self._twice: list[tuple[str, str, int]] = []
-        self._site = _caller()
-        Job._made.append(self)
+    site: tuple[str, int]  # where it was made
+    sites: dict[str, tuple[str, int]]  # where each step was added
+    twice: list[tuple[str, str, int]]  # a step id added again: (id, file, line)
 
     @property
-    def name(self) -> str | None:
-        name = self._job.get("name")
-        return name if isinstance(name, str) else None
+    def name(self) -> str | None: ...
 
-    def step(self, step_id: str, /, **keys: Any) -> str:
-        """Add a step (keys as in a job file's ``[steps.<id>]``: ``run`` is required); returns its id,
-        for ``needs``. A step with ``params`` or ``files`` is a family (``runner.families``)."""
-        site = _caller()
-        if step_id in self._steps:
-            self._twice.append((step_id, *site))  # the first stays: the second is reported
-            return step_id
-        self._steps[step_id] = {k: _plain(v) for k, v in keys.items()}
-        self._sites[step_id] = site
-        return step_id
-
-    def run(self, **options: Any) -> int:
-        """Run this job as ``resumable run FILE.py`` would, FILE being the file that made it (not
-        run again), and return the exit code; options as ``resumable.run_job``'s (``jobs=2``,
-        ``targets=["clean"]``, ``dry_run=True``...)."""
-        from resumable.runner.options import RunOptions
-        from resumable.runner.session import run
-
-        file = self._site[0]
-        if not file.endswith(PYTHON_SUFFIX) or not os.path.isfile(file):
-            raise InvalidInputError("Job.run() runs a job made in a .py file: make it in one (or run that"
-                                    " file with `resumable run FILE.py`)")
-        opts = RunOptions.from_api(file, **options)
-        with preset(file, self):
-            return run(opts, keep_built=True)
-
-    def mapping(self) -> dict[str, Any]:
-        """The job as the document a TOML job file parses to."""
-        out: dict[str, Any] = {"steps": dict(self._steps)}
-        if self._job:
-            out["job"] = dict(self._job)
-        return out
-
-    def locator(self, path: Path) -> CallSites:
-        """The lines of the calls made in the file at ``path`` (a call made elsewhere has none)."""
-        target = os.path.realpath(path)
-        sites = CallSites(path)
-
-        def line(site: tuple[str, int]) -> int:
-            return site[1] if site[0] and os.path.realpath(site[0]) == target else 0
-
-        sites.lines["job"] = line(self._site)
-        for sid, site in self._sites.items():
-            sites.lines[_STEP_TABLE + sid] = line(site)
-        return sites
+    def mapping(self) -> dict[str, Any]: ...
 
 
-def _plain(value: Any) -> Any:
-    """Python values as the TOML document would hold them: tuples, ranges and other sequences as
-    lists, sets sorted, paths as strings."""
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (set, frozenset)):
-        return [_plain(v) for v in sorted(value, key=repr)]  # an order that is the same every run
-    if isinstance(value, Iterable):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _caller() -> tuple[str, int]:
-    """(file, line) of the call into the API: where a problem of the step is reported."""
-    import inspect
-
-    frame = inspect.currentframe()
-    here = __file__
-    while frame is not None and (frame.f_code.co_filename == here or frame.f_code.co_filename.endswith(
-            os.path.join("resumable", "api.py"))):
-        frame = frame.f_back
-    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
+# Every job made while a job file runs (the one it makes is found so): ``jobbuild.Job`` adds itself.
+MADE: list[JobLike] = []
 
 
 class CallSites(Locator):
@@ -187,7 +102,7 @@ def forget() -> None:
 
 
 @contextmanager
-def preset(path: str, job: Job) -> Iterator[None]:
+def preset(path: str, job: JobLike) -> Iterator[None]:
     """Within the block, the job of the file ``path`` is ``job`` (``Job.run``: the file that made it
     is not run again)."""
     from resumable import fsio
@@ -237,11 +152,11 @@ def _run_file(path: Path) -> Built:
     return _built_of(made, path, source)
 
 
-def _execute(code: Any, path: Path) -> Job:
+def _execute(code: Any, path: Path) -> JobLike:
     """Run the file's code in its directory; the job it made."""
     folder = str(path.resolve().parent)
     env: dict[str, Any] = {"__name__": path.stem, "__file__": str(path.resolve()), "__builtins__": __builtins__}
-    Job._made = []
+    MADE.clear()
     here = os.getcwd()
     before = set(sys.modules)
     sys.path.insert(0, folder)
@@ -257,10 +172,12 @@ def _execute(code: Any, path: Path) -> Job:
         if folder in sys.path:
             sys.path.remove(folder)
         _forget_modules(before, folder)
-    made, Job._made = Job._made, []
+    made = list(MADE)
+    MADE.clear()
     named = env.get("job")
-    if isinstance(named, Job):
-        return named
+    chosen = [i for i, j in enumerate(made) if j is named]
+    if chosen:
+        return made[chosen[0]]
     if len(made) == 1:
         return made[0]
     if not made:
@@ -294,11 +211,25 @@ def _where(exc: BaseException, path: Path) -> str:
     return f"{path}:{line}: {type(exc).__name__}" + (f": {text}" if text else "")
 
 
-def _built_of(job: Job, path: Path, source: bytes) -> Built:
+def _locator(job: JobLike, path: Path) -> CallSites:
+    """The lines of the calls made in the file at ``path`` (a call made elsewhere has none)."""
+    target = os.path.realpath(path)
+    sites = CallSites(path)
+
+    def line(site: tuple[str, int]) -> int:
+        return site[1] if site[0] and os.path.realpath(site[0]) == target else 0
+
+    sites.lines["job"] = line(job.site)
+    for sid, site in job.sites.items():
+        sites.lines[_STEP_TABLE + sid] = line(site)
+    return sites
+
+
+def _built_of(job: JobLike, path: Path, source: bytes) -> Built:
     import json
 
     document = job.mapping()
     encoded = json.dumps(document, default=repr, separators=(",", ":")).encode("utf-8", "surrogateescape")
     key = hashlib.sha256(source).hexdigest().encode() + b"\n" + encoded
-    twice = [(sid, line) for sid, file, line in job._twice if os.path.realpath(file) == os.path.realpath(path)]
-    return Built(document, job.locator(path), key, twice)
+    twice = [(sid, line) for sid, file, line in job.twice if os.path.realpath(file) == os.path.realpath(path)]
+    return Built(document, _locator(job, path), key, twice)
