@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from resumable.core.instance import is_instance
@@ -29,7 +29,7 @@ from resumable.runner import inputs
 from resumable.runner.families import Space, family_of, instance_id, read_space, value_text
 from resumable.runner.joblocate import Problems, did_you_mean
 from resumable.runner.jobmodel import Step
-from resumable.runner.templates import Template, TemplateError, compile_text, quoted_values, unknown_parameter
+from resumable.runner.templates import RAW, Template, TemplateError, compile_text, put, quoted_values, unknown_parameter
 
 _E: tuple[str, ...] = ()
 
@@ -50,14 +50,22 @@ class Family:
         return f"steps.{self.name}"
 
 
-@dataclass(slots=True)
 class _Instance:
-    id: str
-    combo: tuple[str, ...]
-    quoted: list[list[str]]
-    fields: dict[str, Any] = field(default_factory=dict)  # rendered fields, or Templates still to render
-    needs: list[str] = field(default_factory=list)
-    picked: dict[str, list[str]] = field(default_factory=dict)  # family -> its instances this one needs
+    """One instance while the job is made: its values, its fields (rendered, or Templates that
+    name artifacts, rendered once the needs are known), its needs."""
+
+    __slots__ = ("combo", "fields", "id", "needs", "picked")
+
+    def __init__(self, iid: str, combo: tuple[str, ...], fields: list[Any]) -> None:
+        self.id = iid
+        self.combo = combo
+        self.fields = fields  # command, inputs, artifacts, env, cwd, log
+        self.needs: list[str] = []
+        self.picked: dict[str, list[str]] = {}  # family -> its instances this one needs
+
+    def quoted(self) -> list[list[str]]:
+        """Its values as put in each context (``templates.quoted_values``)."""
+        return quoted_values(self.combo, {})
 
 
 @dataclass(slots=True)
@@ -66,6 +74,7 @@ class _Expanded:
     names: list[str]
     instances: list[_Instance]
     templates: dict[str, Any]
+    deferred: bool  # some field names artifacts: rendered once the needs are known
 
 
 def expand(steps: list[Step], families: Sequence[Family], problems: Problems
@@ -89,7 +98,7 @@ def expand(steps: list[Step], families: Sequence[Family], problems: Problems
     made: dict[str, tuple[str, tuple[str, ...]]] = {s.id: (s.cwd, s.artifacts) for s in steps}
     for e in done:
         for inst in e.instances:
-            made[inst.id] = (inst.fields["cwd"], inst.fields["artifacts"])
+            made[inst.id] = (inst.fields[4], inst.fields[2])
     out_family = {e.family.name: _steps_of(e, made) for e in done}
     _check_plain_needs(steps, plain, instance_ids, by_name, problems)
     ordered: list[Step] = []
@@ -105,9 +114,6 @@ def expand(steps: list[Step], families: Sequence[Family], problems: Problems
 
 # --- instances ------------------------------------------------------------------------------------
 
-_TEXT_FIELDS = ("cwd", "log")
-
-
 def _instances(fam: Family, problems: Problems, scanned: list[tuple[str, os.stat_result]]) -> _Expanded | None:
     step = fam.step
     if fam.parametric:
@@ -120,24 +126,74 @@ def _instances(fam: Family, problems: Problems, scanned: list[tuple[str, os.stat
         scanned.extend(space.scanned)
     else:
         space = Space([], [()])
-    names = space.names if fam.parametric else None
-    templates = _compile(fam, names, problems)
+    templates = _compile(fam, space.names if fam.parametric else None, problems)
+    render, slots, deferred = _renderer(templates)
     cache: dict[tuple[str, int], str] = {}
     seen: dict[str, tuple[str, ...]] = {}
     instances = []
+    name = fam.name
     for combo in space.combos:
-        iid = instance_id(fam.name, combo) if fam.parametric else fam.name
+        iid = instance_id(name, combo) if fam.parametric else name
         if iid in seen:
             problems.add(fam.table, "params" if "params" in fam.raw else "files",
                          f"two instances have the id {iid!r}: {_show(space.names, seen[iid])} and "
                          f"{_show(space.names, combo)}")
             return None
         seen[iid] = combo
-        inst = _Instance(iid, combo, quoted_values(combo, cache) if combo else [[], [], [], []])
-        for key, t in templates.items():
-            inst.fields[key] = _render_now(key, t, inst.quoted)
-        instances.append(inst)
-    return _Expanded(fam, space.names, instances, templates)
+        flat = [combo[i] if c == RAW else _quote(combo[i], c, cache) for c, i in slots]
+        instances.append(_Instance(iid, combo, render(flat)))
+    return _Expanded(fam, space.names, instances, templates, deferred)
+
+
+def _quote(value: str, context: int, cache: dict[tuple[str, int], str]) -> str:
+    key = (value, context)
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = put(value, context)
+    return got
+
+
+def _renderer(templates: Mapping[str, Any]) -> tuple[Any, list[tuple[int, int]], bool]:
+    """(render(values) -> the fields of an instance, the (context, index) of each value it takes,
+    whether a field names artifacts). Fields that are the same for every instance are one object."""
+    every = _all_templates(templates)
+    slots = sorted({(p.context, p.index) for t in every for p in t.params()})
+    slot = {s: n for n, s in enumerate(slots)}
+    deferred = any(t.refs for t in every)
+    # Every field of an instance a leaf, in order; the leaves that take values rendered by one
+    # str.format of their patterns joined by NUL (no value holds one: ``families.value_text``).
+    cmd = templates["command"]
+    argv = not isinstance(cmd, Template)
+    groups: list[list[Template]] = [list(cmd) if argv else [cmd], list(templates["inputs"]),
+                                    list(templates["artifacts"]), [t for _, t in templates["env"]],
+                                    [templates["cwd"]], [templates["log"]] if templates["log"] is not None else []]
+    leaves: list[tuple[bool, Any]] = []  # (rendered, index into the rendered parts | the value itself)
+    patterns: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for group in groups:
+        start = len(leaves)
+        for t in group:
+            if t.text is None and not t.refs:
+                leaves.append((True, len(patterns)))
+                patterns.append(t.format_string(slot))
+            else:
+                leaves.append((False, t.text if t.text is not None else t))
+        spans.append((start, len(leaves)))
+    fmt = "\0".join(patterns).format if patterns else None
+    keys = tuple(k for k, _ in templates["env"])
+    fixed = [tuple(x for _, x in leaves[a:b]) if all(not r for r, _ in leaves[a:b]) else None for a, b in spans]
+    (c0, c1), (i0, i1), (a0, a1), (e0, e1), (w0, _), (l0, l1) = spans
+
+    def render(flat: list[str]) -> list[Any]:
+        parts = fmt(*flat).split("\0") if fmt is not None else []
+        v = [parts[x] if r else x for r, x in leaves]
+        return [tuple(v[c0:c1]) if argv else v[c0],
+                fixed[1] if fixed[1] is not None else tuple(v[i0:i1]),
+                fixed[2] if fixed[2] is not None else tuple(v[a0:a1]),
+                tuple(zip(keys, v[e0:e1], strict=True)) if keys else (),
+                v[w0], v[l0] if l1 > l0 else None]
+
+    return render, slots, deferred
 
 
 def _show(names: Sequence[str], combo: Sequence[str]) -> str:
@@ -172,17 +228,6 @@ def _compile(fam: Family, names: list[str] | None, problems: Problems) -> dict[s
             out[key] = tuple(Template((t.pieces[0] if isinstance(t.pieces[0], str) else "",), "") for t in found) \
                 if isinstance(value, tuple) else Template(("",), "")
     return out
-
-
-def _render_now(key: str, t: Any, quoted: list[list[str]]) -> Any:
-    """The field, rendered when it names no artifacts (else left to ``_finish``)."""
-    if t is None:
-        return None
-    if isinstance(t, Template):
-        return t if t.refs else t.render(quoted)
-    if key == "env":
-        return tuple((k, v if v.refs else v.render(quoted)) for k, v in t)
-    return tuple(x if x.refs else x.render(quoted) for x in t)
 
 
 # --- needs ----------------------------------------------------------------------------------------
@@ -332,8 +377,9 @@ def _need_table(e: _Expanded, entry: Mapping[str, Any], by_name: Mapping[str, _E
     everyone = range(len(other.instances))
     for inst in e.instances:
         chosen: set[int] | None = None
+        quoted = inst.quoted() if filters else []
         for i, ts in filters:
-            values = sorted({t.render(inst.quoted) for t in ts})
+            values = sorted({t.render(quoted) for t in ts})
             absent = [v for v in values if v not in where[i]]
             if absent:
                 problems.add(fam.table, "needs", f"{inst.id} needs {target} with {other.names[i]} = {absent[0]!r},"
@@ -365,58 +411,58 @@ def _check_plain_needs(steps: Sequence[Step], plain: Mapping[str, Step], instanc
 
 def _steps_of(e: _Expanded, made: Mapping[str, tuple[str, tuple[str, ...]]]) -> list[Step]:
     s = e.family.step
+    shell, timeout, retries, backoff, jitter, grace = s.shell, s.timeout, s.retries, s.backoff, s.jitter, s.grace
+    norm = os.path.normpath
     out = []
     for inst in e.instances:
-        f = inst.fields
-        if any(_pending(v) for v in f.values()):
-            _finish(e, inst, made)
-        cwd = f["cwd"]
-        cwd = os.path.normpath(cwd) if "/." in cwd or "//" in cwd else cwd
-        log = f["log"]
+        if e.deferred:
+            _finish(inst, made)
+        command, ins, arts, env, cwd, log = inst.fields
+        if "/." in cwd or "//" in cwd:
+            cwd = norm(cwd)
         needs = tuple(dict.fromkeys(inst.needs)) if inst.needs else _E
-        step = Step(inst.id, f["command"], s.shell, needs, s.timeout, s.retries, s.backoff, s.jitter,
-                    s.grace, f["artifacts"], f["inputs"], f["env"], cwd,
-                    os.path.normpath(log) if log else None)
-        out.append(step)
+        out.append(Step(inst.id, command, shell, needs, timeout, retries, backoff, jitter, grace, arts, ins, env,
+                        cwd, norm(log) if log else None))
     return out
 
 
-def _pending(value: Any) -> bool:
-    if isinstance(value, Template):
-        return True
-    if isinstance(value, tuple):
-        return any(isinstance(v, Template) or (isinstance(v, tuple) and isinstance(v[1], Template)) for v in value)
-    return False
-
-
-def _finish(e: _Expanded, inst: _Instance, made: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
+def _finish(inst: _Instance, made: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
     """Render the fields that name artifacts, now that the needs are known."""
-    cwd = inst.fields["cwd"]
-    arts: dict[str, list[str]] = {}
-    for t in _all_templates(e.templates):
-        for ref in t.refs:
-            if ref not in arts:
-                arts[ref] = [os.path.relpath(inputs.resolve(made[sid][0], a), cwd)
-                             for sid in inst.picked.get(ref) or [ref] if sid in made for a in made[sid][1]]
     f = inst.fields
-    cmd = f["command"]
-    if isinstance(cmd, Template):
-        f["command"] = cmd.render(inst.quoted, arts)
-    elif isinstance(cmd, tuple):
-        f["command"] = _listed(cmd, inst.quoted, arts)
-    f["inputs"] = _listed(f["inputs"], inst.quoted, arts)
-    f["env"] = tuple((k, v.render(inst.quoted, arts) if isinstance(v, Template) else v) for k, v in f["env"])
+    cwd = f[4]
+    quoted = inst.quoted()
+    arts: dict[str, list[str]] = {}
+
+    def paths(ref: str) -> list[str]:
+        got = arts.get(ref)
+        if got is None:
+            got = arts[ref] = [os.path.relpath(inputs.resolve(made[sid][0], a), cwd)
+                               for sid in inst.picked.get(ref) or [ref] if sid in made for a in made[sid][1]]
+        return got
+
+    def one(x: Any) -> Any:
+        if not isinstance(x, Template):
+            return x
+        for ref in x.refs:
+            paths(ref)
+        return x.render(quoted, arts)
+
+    cmd = f[0]
+    f[0] = one(cmd) if not isinstance(cmd, tuple) else _listed(cmd, quoted, paths)
+    f[1] = _listed(f[1], quoted, paths)
+    f[3] = tuple((k, one(v)) for k, v in f[3])
 
 
-def _listed(items: tuple[Any, ...], quoted: list[list[str]], arts: Mapping[str, list[str]]) -> tuple[str, ...]:
+def _listed(items: tuple[Any, ...], quoted: list[list[str]], paths: Any) -> tuple[str, ...]:
+    """A list field: a whole ``{step.artifacts}`` entry is one entry per file."""
     out: list[str] = []
     for x in items:
         if not isinstance(x, Template):
             out.append(x)
         elif (whole := x.whole_artifacts) is not None:
-            out.extend(arts[whole])
+            out.extend(paths(whole))
         else:
-            out.append(x.render(quoted, dict(arts)))
+            out.append(x.render(quoted, {r: paths(r) for r in x.refs}))
     return tuple(out)
 
 

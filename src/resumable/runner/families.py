@@ -53,7 +53,7 @@ class Space:
 def id_part(value: str) -> str:
     """A value as it shows in an instance id: characters outside ``[A-Za-z0-9._-]`` become ``_``
     (the command gets the value itself)."""
-    return _ID_UNSAFE.sub("_", value)
+    return value if value.isascii() and value.isalnum() else _ID_UNSAFE.sub("_", value)
 
 
 def instance_id(family: str, combo: Sequence[str]) -> str:
@@ -62,9 +62,10 @@ def instance_id(family: str, combo: Sequence[str]) -> str:
 
 
 def value_text(value: object) -> str | None:
-    """A parameter value as text (a string, an integer or a number); None for anything else."""
+    """A parameter value as text (a string, an integer or a number); None for anything else, and
+    for a string holding NUL (no argument, path or variable can)."""
     if isinstance(value, str):
-        return value
+        return value if "\0" not in value else None
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

@@ -505,6 +505,20 @@ def _resolve_inputs(steps: list[Step], problems: Problems
     that names nothing is a problem, unless another step declares it (or, for a glob or a
     directory, something it covers) as an artifact: then the step needs that step."""
     artifacts = {inputs.resolve(s.cwd, a): s.id for s in steps for a in s.artifacts}
+    # Every directory that holds an artifact: a plain path outside them names none, and is told so
+    # by a set lookup, not a scan of every artifact (which made a family of a thousand steps, each
+    # with its own input, take seconds to read: a scan per input, of every step's artifacts).
+    holders = {d for p in artifacts for d in _parents(p)}
+
+    def producers(cwd: str, pattern: str) -> list[str]:
+        if not inputs.is_glob(pattern):
+            path = inputs.resolve(cwd, pattern)
+            if path in artifacts:
+                return [artifacts[path]]
+            if path.rstrip("/") not in holders:
+                return []
+        return inputs.producers(cwd, pattern, artifacts)
+
     out: list[Step] = []
     found: dict[str, Sequence[InputFile]] = {}
     for step in steps:
@@ -519,9 +533,9 @@ def _resolve_inputs(steps: list[Step], problems: Problems
         extra: list[str] = []
         if artifacts:
             for pattern in step.inputs:
-                extra.extend(p for p in inputs.producers(step.cwd, pattern, artifacts)
+                extra.extend(p for p in producers(step.cwd, pattern)
                              if p != step.id and p not in step.needs and p not in extra)
-        unmade = [m for m in missing if not inputs.producers(step.cwd, m, artifacts)] if artifacts else missing
+        unmade = [m for m in missing if not producers(step.cwd, m)] if artifacts else missing
         if unmade:
             what = ", ".join(map(repr, unmade))
             problems.add(f"steps.{step.id}", "inputs",
@@ -530,6 +544,17 @@ def _resolve_inputs(steps: list[Step], problems: Problems
                          " artifact)")
         out.append(replace(step, needs=(*step.needs, *extra)) if extra else step)
     return out, found
+
+
+def _parents(path: str) -> list[str]:
+    """The directories above an absolute path: ``/a/b/c`` -> ``/a/b``, ``/a``."""
+    out: list[str] = []
+    while True:
+        head = path.rpartition("/")[0]
+        if not head or head == path:
+            return out
+        out.append(head)
+        path = head
 
 
 def _acyclic(graph: Mapping[str, tuple[str, ...]]) -> bool:

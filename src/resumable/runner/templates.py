@@ -51,15 +51,36 @@ class TemplateError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Template:
-    """A field's text cut into literal pieces and placeholders. ``text`` when it has none."""
+    """A field's text cut into literal pieces and placeholders. ``text`` when it has none;
+    ``refs``: the steps whose artifacts it names."""
 
     pieces: tuple[Piece, ...]
     text: str | None
+    refs: tuple[str, ...] = ()
 
-    @property
-    def refs(self) -> tuple[str, ...]:
-        """The steps whose artifacts it names."""
-        return tuple(p.step for p in self.pieces if isinstance(p, Artifacts))
+    @staticmethod
+    def of(pieces: tuple[Piece, ...]) -> Template:
+        if all(p.__class__ is str for p in pieces):
+            whole = "".join(pieces)  # type: ignore[arg-type]
+            return Template((whole,), whole)
+        return Template(pieces, None, tuple(p.step for p in pieces if isinstance(p, Artifacts)))
+
+    def params(self) -> list[Param]:
+        return [p for p in self.pieces if isinstance(p, Param)]
+
+    def format_string(self, slot: dict[tuple[int, int], int]) -> str:
+        """The template as a ``str.format`` pattern over an instance's values, each (context,
+        index) at its ``slot``: rendered in C, a hundred thousand instances in a blink. For a
+        template without ``{step.artifacts}``."""
+        out = []
+        for p in self.pieces:
+            if isinstance(p, str):
+                out.append(p.replace("{", "{{").replace("}", "}}"))
+            elif isinstance(p, Param):
+                out.append(f"{{{slot[(p.context, p.index)]}}}")
+            else:
+                raise ValueError("a template naming artifacts has no format string")
+        return "".join(out)
 
     @property
     def whole_artifacts(self) -> str | None:
@@ -128,10 +149,7 @@ def compile_text(text: str, names: Sequence[str] | None, *, shell: bool = False)
     tail = "".join(literal)
     if tail:
         pieces.append(tail)
-    if not any(not isinstance(p, str) for p in pieces):
-        whole = "".join(p for p in pieces if isinstance(p, str))
-        return Template((whole,), whole)
-    return Template(tuple(pieces), None)
+    return Template.of(tuple(pieces))
 
 
 def unknown_parameter(name: str, names: Sequence[str], *, braces: bool = True) -> str:
