@@ -167,6 +167,12 @@ def test_failed_instances_are_expanded_under_their_familys_line(work: Path) -> N
     out = _status(work, main)
     assert "families c  27/30 done · failed 3" in out
     assert "✗ c+28" in out and "✗ c+30" in out  # the instances that need a human, each a line
+    from resumable.api import open_run
+
+    page = open_run("fam").report_html()
+    assert "<h2>Families of steps (1)</h2>" in page
+    assert "<li><b>c</b> 27/30 done · failed 3<ul" in page
+    assert '<li><code>c+29</code> <span class="o-failed">failed</span></li>' in page
 
 
 def test_the_opening_lines_of_a_run_group_a_family(shards: Path) -> None:
