@@ -66,9 +66,7 @@ def status_command(
     A run that `resumable run` made from a job file that still exists is also checked against the
     job as the files are now: up to date, or how many steps `resumable run` would run, and why.
     With --check the command exits 1 unless the run is done and up to date."""
-    check_options(list_=list_, as_json=as_json, resume=resume, watch=watch, units_state=units_state)
-    if check and (list_ or watch or resume or units_state):
-        raise UsageError("--check goes with the default view or --json, not --list, --watch, --resume or --units")
+    check_options(list_=list_, as_json=as_json, resume=resume, watch=watch, units_state=units_state, check=check)
     until = _until(wait_for, watch)
     backend = store.open_backend(runs_dir, url=store_url)
     printer = Printer.for_stdout(no_color)
@@ -82,13 +80,9 @@ def status_command(
     counted_only = not (watch or as_json or resume or units_state)
     picked = discovery.pick_run(backend, run, counted_only) if not watch or until == 0 else watching.await_run(
         lambda: discovery.pick_run(backend, run), until, printer, repr(run) if run else "of this project")
-    if picked is None and watch and until != 0:
-        ctx.exit(1)  # waited for a run to start, in vain (await_run said so)
     if picked is None:
-        # No runs at all is not an error: a fresh project simply has none yet (but it is not done).
-        click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or "
-                   "`resumable init`", err=as_json)
-        ctx.exit(1 if check else 0)
+        no_run(ctx, backend, waited=watch and until != 0, as_json=as_json, check=check)
+        return
     warn_also_matched(run, picked)
     entry = picked.entry
     location = os.path.abspath(entry.location) if entry.location.endswith(".json") else entry.location
@@ -104,16 +98,24 @@ def status_command(
         raise discovery.unreadable(entry)
     doc = entry.doc
 
+    show(ctx, backend, picked, doc, printer, as_json=as_json, units_state=units_state, watch=watch, until=until,
+         check=check, hint_store=hint_store, now=now)
+
+
+def show(ctx: click.Context, backend: Backend, picked: discovery.Picked, doc: RunDocument, printer: Printer, *,
+         as_json: bool, units_state: str | None, watch: bool, until: float | None, check: bool,
+         hint_store: tuple[str, str] | None, now: float) -> None:
+    """The run's view: JSON, its units in one state, or the default view (``--watch``: live),
+    with whether its job is up to date; ``--check``: exit 1 unless done and up to date."""
+    entry = picked.entry
     live = workflow.read_workflow_status(workflow.project_root_for_runs_dir(backend.root))
-    judged_job = job_check(doc) if not (watch or resume or units_state) and (check or not as_json) else None
+    judged_job = job_check(doc) if not (watch or units_state) and (check or not as_json) else None
     passed = doc.get("status") == "done" and (judged_job is None or judged_job.ok)
     if as_json:
         overlay = workflow.overlay_json(live, doc)
         # The extra key only when there is a live workflow: otherwise the output is the document.
         printer.text(dump_json({**doc, workflow.JSON_KEY: overlay} if overlay is not None else doc))
-        if check and not passed:
-            ctx.exit(1)
-        return
+        ctx.exit(1 if check and not passed else 0)
     if units_state is not None:
         printer.lines(view.render_units(doc, units_state, now))
         return
@@ -140,6 +142,15 @@ def status_command(
     printer.lines(frame(doc, now))
     if check and not passed:
         ctx.exit(1)
+
+
+def no_run(ctx: click.Context, backend: Backend, *, waited: bool, as_json: bool, check: bool) -> None:
+    """No run to show: after waiting for one in vain (``await_run`` said so), exit 1; else say
+    there are none yet, which is no error (a fresh project simply has none), but is not done."""
+    if waited:
+        ctx.exit(1)
+    click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or `resumable init`", err=as_json)
+    ctx.exit(1 if check else 0)
 
 
 def job_check(doc: RunDocument) -> view.JobCheck | None:
@@ -175,8 +186,11 @@ def found_walking_up(backend: Backend) -> str | None:
     return f"{backend.root} ({found})" if found.startswith("found walking up") else None
 
 
-def check_options(*, list_: bool, as_json: bool, resume: bool, watch: bool, units_state: str | None) -> None:
+def check_options(*, list_: bool, as_json: bool, resume: bool, watch: bool, units_state: str | None,
+                  check: bool = False) -> None:
     """UsageError for options that do not go together, before anything is read."""
+    if check and (list_ or watch or resume or units_state):
+        raise UsageError("--check goes with the default view or --json, not --list, --watch, --resume or --units")
     if units_state is not None and units_state not in view.UNITS_STATES:
         raise UsageError(f"unknown unit state {units_state!r} for --units: use one of "
                          f"{', '.join(view.UNITS_STATES)}")

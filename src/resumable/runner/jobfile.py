@@ -20,10 +20,11 @@ from resumable.core import durations
 from resumable.core.instance import is_instance
 from resumable.core.plan import find_cycles
 from resumable.errors import InvalidInputError, UsageError
-from resumable.runner import inputs, jobpython
+from resumable.runner import jobpython
 from resumable.runner.expand import Family, expand
 from resumable.runner.families import FAMILY_KEYS
 from resumable.runner.inputs import InputFile
+from resumable.runner.jobgraph import acyclic, resolve_inputs
 from resumable.runner.joblocate import Locator, Problems
 from resumable.runner.joblocate import did_you_mean as did_you_mean
 from resumable.runner.jobmodel import DEFAULT_BACKOFF as DEFAULT_BACKOFF
@@ -335,9 +336,9 @@ def finish_job(declared: Declared, path: Path) -> Job:
     graph = {s.id: s.needs for s in steps}
     input_files: dict[str, Sequence[InputFile]] = {}
     if any(s.inputs for s in steps):
-        steps, input_files = _resolve_inputs(steps, problems)
+        steps, input_files = resolve_inputs(steps, problems)
         graph = {s.id: s.needs for s in steps}
-    if not problems and not _acyclic(graph):
+    if not problems and not acyclic(graph):
         for cycle in find_cycles(graph):
             problems.add(f"steps.{cycle[0]}", "needs", f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}")
     problems.check()
@@ -497,86 +498,6 @@ def _check_needs(graph: Mapping[str, tuple[str, ...]], problems: Problems, famil
                 problems.add(f"steps.{sid}", "needs", "a step cannot need itself")
             elif dep not in graph and not (families and is_instance(dep)):
                 problems.add(f"steps.{sid}", "needs", f"unknown step {dep!r} in needs{did_you_mean(dep, graph)}")
-
-
-def _resolve_inputs(steps: list[Step], problems: Problems
-                    ) -> tuple[list[Step], dict[str, Sequence[InputFile]]]:
-    """Every input expanded to the files it names (kept for the plan: each is stat'ed once). A path
-    that names nothing is a problem, unless another step declares it (or, for a glob or a
-    directory, something it covers) as an artifact: then the step needs that step."""
-    artifacts = {inputs.resolve(s.cwd, a): s.id for s in steps for a in s.artifacts}
-    # Every directory that holds an artifact: a plain path outside them names none, and is told so
-    # by a set lookup, not a scan of every artifact (which made a family of a thousand steps, each
-    # with its own input, take seconds to read: a scan per input, of every step's artifacts).
-    holders = {d for p in artifacts for d in _parents(p)}
-
-    def producers(cwd: str, pattern: str) -> list[str]:
-        if not inputs.is_glob(pattern):
-            path = inputs.resolve(cwd, pattern)
-            if path in artifacts:
-                return [artifacts[path]]
-            if path.rstrip("/") not in holders:
-                return []
-        return inputs.producers(cwd, pattern, artifacts)
-
-    out: list[Step] = []
-    found: dict[str, Sequence[InputFile]] = {}
-    for step in steps:
-        if not step.inputs:
-            out.append(step)
-            continue
-        files, missing = inputs.expand(step.cwd, step.inputs, step.artifacts)
-        found[step.id] = files
-        if not artifacts and not missing:
-            out.append(step)
-            continue
-        extra: list[str] = []
-        if artifacts:
-            for pattern in step.inputs:
-                extra.extend(p for p in producers(step.cwd, pattern)
-                             if p != step.id and p not in step.needs and p not in extra)
-        unmade = [m for m in missing if not producers(step.cwd, m)] if artifacts else missing
-        if unmade:
-            what = ", ".join(map(repr, unmade))
-            problems.add(f"steps.{step.id}", "inputs",
-                         f"no file matches {what}" if all(map(inputs.is_glob, unmade)) else
-                         f"input not found: {what} (no such file or directory, and no step declares it as an"
-                         " artifact)")
-        out.append(replace(step, needs=(*step.needs, *extra)) if extra else step)
-    return out, found
-
-
-def _parents(path: str) -> list[str]:
-    """The directories above an absolute path: ``/a/b/c`` -> ``/a/b``, ``/a``."""
-    out: list[str] = []
-    while True:
-        head = path.rpartition("/")[0]
-        if not head or head == path:
-            return out
-        out.append(head)
-        path = head
-
-
-def _acyclic(graph: Mapping[str, tuple[str, ...]]) -> bool:
-    """Whether the (known-valid) graph has no cycle: Kahn's count, O(steps + needs); the slower
-    search that names the cycles runs only when there is one."""
-    remaining = {k: len(set(v)) for k, v in graph.items() if v}
-    if not remaining:
-        return True
-    dependents: dict[str, list[str]] = {}
-    for k, v in graph.items():
-        for d in set(v):
-            dependents.setdefault(d, []).append(k)
-    ready = [k for k in graph if k not in remaining]
-    seen = 0
-    while ready:
-        k = ready.pop()
-        seen += 1
-        for child in dependents.get(k, ()):
-            remaining[child] -= 1
-            if remaining[child] == 0:
-                ready.append(child)
-    return seen == len(graph)
 
 
 def _job_name(job: Mapping[str, Any], path: Path, override: str | None,
