@@ -183,3 +183,11 @@ def test_the_opening_lines_of_a_run_group_a_family(shards: Path) -> None:
                         " raw/02.csv); 1 skip (done)")
     assert lines[1].startswith("rerun  merge (upstream re-runs: clean+01, clean+02")
     assert "clean: 2 of 3 instances ended (2 done)" in lines
+
+
+def test_stream_prefixes_each_instances_lines_and_ends_with_the_familys_line(work: Path) -> None:
+    write(work / "resumable.toml", '[job]\nname = "fam"\n[steps.say]\nparams = { who = ["ann", "bob"] }\n'
+                                   'run = "echo hello {who}"\n')
+    out = run_cli(["--stream"]).output.splitlines()
+    assert "say+ann | hello ann" in out and "say+bob | hello bob" in out
+    assert "say: 2 of 2 instances ended (2 done)" in out
