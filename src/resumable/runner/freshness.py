@@ -11,10 +11,9 @@ plans it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from resumable.errors import ResumableError
 from resumable.view.status import JobCheck
@@ -82,21 +81,15 @@ def _kept(opts: RunOptions) -> int | None:
 
 def _planned(opts: RunOptions, command: str) -> JobCheck:
     """The long way: the job read and planned against the run, as ``--dry-run`` does."""
-    from resumable.runner import explain, familyview, session
+    from resumable.runner import familyview, session
 
     job = session.load_job(opts)
+    work = session.selection(job, opts.targets)
     backend = session.open_backend(opts, job)
     try:
-        handle = backend.open(job.name)
-        doc: Mapping[str, Any] = handle.load() or {}
+        _, decisions = session.decisions_of(job, work, backend.open(job.name))
     finally:
         backend.close()
-    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
-    assert isinstance(units, dict)
-    if job.reconcile is not None:
-        units = session.reconciled_view(job, doc, units)
-    work = session.selection(job, opts.targets)
-    decisions = explain.plan(work, units, force=False)
     runs = {sid: d for sid, d in decisions.items() if d.run}
     if not runs:
         return JobCheck("current", 0, len(decisions), command=command)

@@ -237,12 +237,7 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: B
     from resumable.runner import verdict
 
     before = verdict.run_files(handle)
-    doc: Mapping[str, Any] = handle.load() or {}
-    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
-    assert isinstance(units, dict)
-    if job.reconcile is not None:
-        units = reconciled_view(job, doc, units)
-    decisions = explain.plan(work, verdict.smudged(work, units, changed or []), force=opts.force)
+    units, decisions = decisions_of(job, work, handle, force=opts.force, changed=changed)
     if opts.explain:
         print("\n".join(map(escape_controls, explained(job, opts, decisions))))
         return 0
@@ -261,6 +256,21 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: B
     if n == 0 and backend is not None:
         verdict.keep(job, work, opts, backend, handle, units, decisions, before)
     return 0
+
+
+def decisions_of(job: Job, work: Job, handle: RunHandle, *, force: bool = False, changed: list[str] | None = None
+                 ) -> tuple[dict[str, Any], dict[str, explain.Decision]]:
+    """(the run's units, as a reconcile would leave them; the decision for each step of ``work``):
+    what --dry-run, --explain and ``status`` print, read without writing anything. ``changed``:
+    files to hash rather than trust by their stat (``verdict.smudged``)."""
+    from resumable.runner import verdict
+
+    doc: Mapping[str, Any] = handle.load() or {}
+    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
+    assert isinstance(units, dict)
+    if job.reconcile is not None:
+        units = reconciled_view(job, doc, units)
+    return units, explain.plan(work, verdict.smudged(work, units, changed or []), force=force)
 
 
 def explained(job: Job, opts: RunOptions, decisions: Mapping[str, explain.Decision]) -> list[str]:
