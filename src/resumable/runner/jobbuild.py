@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from resumable.errors import InvalidInputError
-from resumable.runner.jobpython import MADE, PYTHON_SUFFIX, preset
+from resumable.runner.jobpython import PYTHON_SUFFIX, made, preset
 
 
 class Job:
@@ -31,7 +31,7 @@ class Job:
         self.sites: dict[str, tuple[str, int]] = {}
         self.twice: list[tuple[str, str, int]] = []
         self.site = _caller()
-        MADE.append(self)
+        made(self)
 
     @property
     def name(self) -> str | None:

@@ -56,8 +56,15 @@ class JobLike(Protocol):
     def mapping(self) -> dict[str, Any]: ...
 
 
-# Every job made while a job file runs (the one it makes is found so): ``jobbuild.Job`` adds itself.
+# Every job made while a job file runs (the one it makes is found so): ``jobbuild.Job`` adds itself
+# (``made``), and only then: a program that makes jobs itself holds no list of them here.
 MADE: list[JobLike] = []
+_RUNNING: list[bool] = [False]
+
+
+def made(job: JobLike) -> None:
+    if _RUNNING[0]:
+        MADE.append(job)
 
 
 class CallSites(Locator):
@@ -157,6 +164,7 @@ def _execute(code: Any, path: Path) -> JobLike:
     folder = str(path.resolve().parent)
     env: dict[str, Any] = {"__name__": path.stem, "__file__": str(path.resolve()), "__builtins__": __builtins__}
     MADE.clear()
+    _RUNNING[0] = True
     here = os.getcwd()
     before = set(sys.modules)
     sys.path.insert(0, folder)
@@ -168,6 +176,7 @@ def _execute(code: Any, path: Path) -> JobLike:
     except BaseException as exc:  # SystemExit too: the file's error, told in one line
         raise InvalidInputError(_where(exc, path)) from None
     finally:
+        _RUNNING[0] = False
         os.chdir(here)
         if folder in sys.path:
             sys.path.remove(folder)
