@@ -296,3 +296,26 @@ artifacts = ["total.txt"]
     assert all(x["status"] == "done" for x in u.values())
     assert u["sq+2"]["attempts"][0]["log"].endswith("sq+2.1.log")
     assert (work / "total.txt").read_text().strip() == "14"
+
+
+HOSTILE = [
+    'params = 5\nrun = "x"', 'params = { x = 5 }\nrun = "x"', 'params = { x = [[1]] }\nrun = "x"',
+    'params = { x = [true] }\nrun = "x"', 'params = { x = { from = "a", to = 3 } }\nrun = "x"',
+    'params = { x = { from = 1, to = 3, step = 0 } }\nrun = "x"', 'params = { x = { from = 1 } }\nrun = "x"',
+    'files = 5\nrun = "x"', 'files = ""\nrun = "x"', 'files = "{x}/{y"\nrun = "x"', 'files = "../{x}/.."\nrun = "x"',
+    'params = { x = [1] }\ncwd = 5\nfiles = "r/{y}"\nrun = "x"', 'params = { x = [1] }\nexclude = 5\nrun = "x"',
+    'params = { x = [1] }\nexclude = [5]\nrun = "x"', 'params = { x = [1] }\ninclude = [{ x = [1, 2] }]\nrun = "x"',
+    'params = { x = [1] }\nneeds = 5\nrun = "x"', 'params = { x = [1] }\nneeds = [5]\nrun = "x"',
+    'params = { x = [1] }\nneeds = [{ step = 5 }]\nrun = "x"', 'params = { x = [1] }\nneeds = [{ nostep = "b" }]\nrun = "x"',
+    'params = { x = [1] }\nrun = 5', 'params = { x = [1] }', 'params = { x = ["a\\u0000b"] }\nrun = "x"',
+    'params = { x = [1] }\nrun = "{x}"\nartifacts = ["{a.artifacts}"]', 'run = "x"\nneeds = [{ step = "a" }]',
+    'params = { x = [1] }\nrun = "x"\nlog = 7', 'params = { x = [1] }\nrun = "{x.artifacts}"',
+]
+
+
+@pytest.mark.parametrize("body", HOSTILE)
+def test_a_bad_family_is_one_line_a_problem_never_a_traceback(tmp_path: Path, body: str) -> None:
+    p = _job(tmp_path, "[steps.a]\n" + body + "\n")
+    with pytest.raises(JobFileError) as e:
+        load_job_file(p)
+    assert all(line.startswith(f"{p}") and "\n" not in line for line in e.value.problems)

@@ -117,7 +117,7 @@ def expand(steps: list[Step], families: Sequence[Family], problems: Problems
 def _instances(fam: Family, problems: Problems, scanned: list[tuple[str, os.stat_result]]) -> _Expanded | None:
     step = fam.step
     if fam.parametric:
-        if "{" in fam.raw.get("cwd", "") and "files" in fam.raw:
+        if "{" in str(fam.raw.get("cwd", "")) and "files" in fam.raw:
             problems.add(fam.table, "cwd", "the cwd of a family with files cannot use its parameters")
             return None
         space = read_space(fam.table, fam.raw, step.cwd, problems)
@@ -225,8 +225,8 @@ def _compile(fam: Family, names: list[str] | None, problems: Problems) -> dict[s
         found = value if isinstance(value, tuple) else (value,) if value is not None else ()
         if any(t.refs for t in found):
             problems.add(fam.table, key, "{step.artifacts} goes in run, inputs or env only")
-            out[key] = tuple(Template((t.pieces[0] if isinstance(t.pieces[0], str) else "",), "") for t in found) \
-                if isinstance(value, tuple) else Template(("",), "")
+            told = Template(("_",), "_")  # refused above; a stand-in, so the other checks go on
+            out[key] = tuple(told for _ in found) if isinstance(value, tuple) else told
     return out
 
 
@@ -245,7 +245,7 @@ def _resolve_needs(e: _Expanded, by_name: Mapping[str, _Expanded], plain: Mappin
         if isinstance(entry, str):
             _need_name(e, entry, by_name, plain, instance_ids, problems)
         elif isinstance(entry, dict):
-            _need_table(e, entry, by_name, problems)
+            _need_table(e, entry, by_name, plain, problems)
         else:
             problems.add(fam.table, "needs", 'expected step ids, or tables like { step = "x", name = "value" }')
     refs = {r for t in _all_templates(e.templates) for r in t.refs} - broken
@@ -340,13 +340,24 @@ def _one_to_one(e: _Expanded, other: _Expanded, problems: Problems) -> None:
 
 
 def _need_table(e: _Expanded, entry: Mapping[str, Any], by_name: Mapping[str, _Expanded],
-                problems: Problems) -> None:
+                plain: Mapping[str, Step], problems: Problems) -> None:
     fam = e.family
     target = entry.get("step")
-    other = by_name.get(target) if isinstance(target, str) else None
+    if not isinstance(target, str):
+        problems.add(fam.table, "needs", 'a table in needs names its step: { step = "x", name = "value" }')
+        return
+    if target == fam.name:
+        problems.add(fam.table, "needs", "a step cannot need itself")
+        return
+    other = by_name.get(target)
     if other is None or not other.family.parametric:
+        if (target in plain or target in by_name) and set(entry) == {"step"}:
+            for inst in e.instances:
+                inst.needs.append(target)  # an ordinary step, named the long way
+            return
+        known = [n for n, x in by_name.items() if x.family.parametric]
         problems.add(fam.table, "needs", f"{{ step = {target!r} }}: no family of that name"
-                     + (did_you_mean(target, by_name) if isinstance(target, str) else ""))
+                     + (did_you_mean(target, known) if target not in plain else " (a step without parameters)"))
         return
     filters: list[tuple[int, list[Template]]] = []
     for key, value in entry.items():
