@@ -134,7 +134,8 @@ def main() -> int:
                 first, (wall1, cpu1), (wall2, cpu2) = rerun_costs(size_dir, n)
                 reruns[n] = cpu1
                 print(f"{n:>7} steps: first run {first:.1f} s; nothing to do {wall1:.3f} s wall, {cpu1:.3f} s CPU"
-                      f" (first re-run), {wall2:.3f} s wall, {cpu2:.3f} s CPU (second)", flush=True)
+                      f" (first re-run), {wall2:.3f} s wall, {cpu2:.3f} s CPU (second); load {os.getloadavg()[0]:.1f}",
+                      flush=True)
                 if n >= 100_000:
                     checks.append((f"{n} steps: nothing to do < 1 s of CPU ({cpu1:.3f} s; {wall1:.3f} s wall)",
                                    cpu1 < 1.0))
