@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Every command `resumable --help` lists, in its order (test_the_command_list_is_the_clis keeps it so).
 COMMANDS = ["run", "status", "report", "log", "rerun", "reconcile", "doctor", "completion",
             "init", "unit", "phase", "get", "resume", "item", "resolve", "validation", "finalize", "gc",
-            "checkpoint", "guard", "submit", "worker", "db", "export", "import"]
+            "checkpoint", "guard", "submit", "worker", "db", "export", "import", "mcp", "skills"]
 
 
 def _subcommands() -> list[tuple[str, str]]:
@@ -70,8 +70,9 @@ def test_help_lists_every_command(tmp_path: Path) -> None:
     listed = [m.group(1) for m in re.finditer(r"^  (\w+)\s", out, re.M) if m.group(1) in COMMANDS]
     assert listed == COMMANDS, listed
     titles = [line for line in out.splitlines() if line and not line.startswith(" ") and line.endswith(":")]
-    assert titles[-4:] == ["Commands:", "Low-level verbs (one write to a run each, for scripts and agents):",
-                           "The phase ledger and the recurring-run guard:", "Workers and stores:"], titles
+    assert titles[-5:] == ["Commands:", "Low-level verbs (one write to a run each, for scripts and agents):",
+                           "The phase ledger and the recurring-run guard:", "Workers and stores:",
+                           "For coding agents:"], titles
 
 
 def test_the_command_list_is_the_clis() -> None:
@@ -80,7 +81,7 @@ def test_the_command_list_is_the_clis() -> None:
 
     assert sorted([*VERBS, *LAZY_COMMANDS]) == sorted(COMMANDS)
     assert [name for _, names in SECTIONS for name in names] == COMMANDS
-    assert {group for group, _ in SUBCOMMANDS} == {"checkpoint", "guard", "db"}
+    assert {group for group, _ in SUBCOMMANDS} == {"checkpoint", "guard", "db", "skills"}
 
 
 @pytest.mark.parametrize("cmd", COMMANDS)

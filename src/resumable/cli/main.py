@@ -35,6 +35,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "db": ("resumable.cli.db", "db_group", "The PostgreSQL store: schema, attempts, logs."),
     "export": ("resumable.cli.transfer", "export_command", "Write a run and its history to a file."),
     "import": ("resumable.cli.transfer", "import_command", "Read a run exported from another store."),
+    "mcp": ("resumable.cli.mcp", "mcp_command", "Serve the MCP server for coding agents (stdio)."),
+    "skills": ("resumable.cli.skills", "skills_group", "Agent Skills for coding agents: list, show, install."),
 }
 
 # `resumable --help`: what most users need first, then the verbs scripts call once per transition,
@@ -44,6 +46,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Low-level verbs (one write to a run each, for scripts and agents)", VERBS),
     ("The phase ledger and the recurring-run guard", ("checkpoint", "guard")),
     ("Workers and stores", ("submit", "worker", "db", "export", "import")),
+    ("For coding agents", ("mcp", "skills")),
 )
 
 _RUN = ("<run>", "a run id (<runs-dir>/<id>.json), or a path ending in .json")

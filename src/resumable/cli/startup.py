@@ -16,5 +16,5 @@ LOW_LEVEL_VERBS = ("init", "unit", "phase", "get", "resume", "item", "resolve", 
 LOW_LEVEL_VERB_MUST_NOT_IMPORT = frozenset({
     "re", "json", "enum", "typing", "pathlib", "dataclasses", "click", "orjson", "rich", "importlib",
     "collections", "functools", "inspect", "argparse", "datetime", "yaml", "msgspec", "pydantic",
-    "psycopg", "tomllib", "subprocess", "hashlib", "secrets", "socket", "threading",
+    "psycopg", "tomllib", "subprocess", "hashlib", "secrets", "socket", "threading", "mcp",
 })
