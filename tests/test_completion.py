@@ -239,3 +239,76 @@ def test_zsh_loads_the_script(project: Path) -> None:
     proc = subprocess.run(["zsh", "-f", "-c", script], capture_output=True, text=True, cwd=project,
                           env=_shell_env(), timeout=30, check=False)
     assert (proc.returncode, proc.stdout.strip()) == (0, "_resumable_completion: function"), proc.stderr
+
+
+FAMILY_JOB = """
+[job]
+name = "shards"
+[steps.clean]
+files = "raw/{shard}.csv"
+run = "true"
+[steps.train]
+params = { lr = ["0.1", "0.01"], seed = { from = 1, to = 2 } }
+run = "true"
+[steps.report]
+run = "true"
+needs = ["clean"]
+"""
+
+
+@pytest.fixture
+def families(tmp_path: Path) -> Path:
+    (tmp_path / "raw").mkdir()
+    for shard in ("01", "02"):
+        (tmp_path / "raw" / f"{shard}.csv").write_text(shard)
+    (tmp_path / "resumable.toml").write_text(FAMILY_JOB)
+    return tmp_path
+
+
+def test_families_and_their_instances_complete_as_targets(families: Path) -> None:
+    every = ["clean", "train", "clean+01", "clean+02", "report", "train+0.01+1", "train+0.01+2", "train+0.1+1",
+             "train+0.1+2"]
+    assert values("resumable run ", cwd=families) == every
+    assert values("resumable run cl", cwd=families) == ["clean", "clean+01", "clean+02"]
+    assert values("resumable run clean+", cwd=families) == ["clean+01", "clean+02"]
+    assert values("resumable run train+0.1", cwd=families) == ["train+0.1+1", "train+0.1+2"]
+    assert values("resumable run --explain tr", cwd=families) == ["train", *every[-4:]]
+    for shell in ("zsh", "fish"):
+        assert values("resumable run clean+", cwd=families, shell=shell) == ["clean+01", "clean+02"]
+    (families / "raw" / "03.csv").write_text("03")  # a new file is a new instance at once
+    assert values("resumable run clean+", cwd=families) == ["clean+01", "clean+02", "clean+03"]
+
+
+def test_a_python_job_file_completes_its_steps(tmp_path: Path) -> None:
+    (tmp_path / "pipeline.py").write_text(
+        'import resumable\njob = resumable.Job("p")\njob.step("fit", params={"k": [1, 2]}, run="true")\n'
+        'job.step("plot", run="true", needs=["fit"])\n')
+    assert values("resumable run pipeline.py ", cwd=tmp_path) == ["fit", "fit+1", "fit+2", "plot"]
+    assert values("resumable run pipeline.py --explain fit+", cwd=tmp_path) == ["fit+1", "fit+2"]
+    (tmp_path / "broken.py").write_text("raise SystemExit(3)\n")
+    assert values("resumable run broken.py ", cwd=tmp_path) == []  # says nothing, offers nothing
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_bash_completes_an_instance_as_one_word(families: Path) -> None:
+    """bash splits words at COMP_WORDBREAKS (":", "=" and "@" among them, hence no doit-style
+    clean:01); "+" is not one, so an instance completes whole."""
+    script = f"""
+    eval "$({RESUMABLE} completion bash)"
+    COMP_WORDS=(resumable run clean+0); COMP_CWORD=2; COMPREPLY=()
+    _resumable_completion resumable; echo "run: ${{COMPREPLY[*]}}"
+    case "$COMP_WORDBREAKS" in *+*) echo "+ breaks words";; *) echo "+ does not break words";; esac
+    """
+    proc = subprocess.run(["bash", "--norc", "-c", script], capture_output=True, text=True, cwd=families,
+                          env=_shell_env(), timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["run: clean+01 clean+02", "+ does not break words"]
+
+
+@needs("fish", "apt-get install -y fish")
+def test_fish_completes_instances(families: Path) -> None:
+    script = 'resumable completion fish | source; complete -C "resumable run clean+"'
+    proc = subprocess.run(["fish", "--no-config", "-c", script],
+                          capture_output=True, text=True, cwd=families, env=_shell_env(), timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["clean+01", "clean+02"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 __version__ = "0.2.0"
 
 _EXPORTS = {
+    "Job": "resumable.api",
     "Run": "resumable.api",
     "find_runs_dir": "resumable.api",
     "gc": "resumable.api",
@@ -34,6 +35,7 @@ __all__ = [*sorted(_EXPORTS), "__version__"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from resumable.api import Job as Job
     from resumable.api import Run as Run
     from resumable.api import find_runs_dir as find_runs_dir
     from resumable.api import gc as gc

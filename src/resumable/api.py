@@ -31,13 +31,14 @@ if TYPE_CHECKING:
     from resumable.core.types import Event, ResumeRecipe, ResumeSet, RunDocument, Summary
     from resumable.durable.attempts import StepFailed
     from resumable.durable.codec import Serializer
+    from resumable.runner.jobbuild import Job as Job
     from resumable.runner.options import RunOptions
     from resumable.store.backend import Backend, RunHandle
 
     P = ParamSpec("P")
     R = TypeVar("R")
 
-__all__ = ["Run", "find_runs_dir", "gc", "open_run", "read_doc", "run_job"]
+__all__ = ["Job", "Run", "find_runs_dir", "gc", "open_run", "read_doc", "run_job"]
 
 validate_launch = verbs.validate_launch
 
@@ -475,3 +476,14 @@ def run_job(jobfile: str | os.PathLike[str] | None = None, **options: Any) -> in
 
     opts: RunOptions = RunOptions.from_api(jobfile, **options)
     return run(opts)
+
+
+
+def __getattr__(name: str) -> Any:
+    # ``Job`` (``runner.jobbuild``) is loaded on first use: a low-level verb, which imports this
+    # module, must not pay for the job file's reader.
+    if name == "Job":
+        from resumable.runner.jobbuild import Job
+
+        return Job
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -75,3 +75,49 @@ def test_live_bar_is_green_until_a_step_fails_and_the_eta_uses_sums() -> None:
         assert bar.complete_style == "red"
     finally:
         rep.close()
+
+
+FAMILY = tuple(Step(id=f"clean+{i:02d}", command="true", cwd="/") for i in range(1, 9))
+FJOB = Job("f", (*FAMILY, Step(id="merge", command="true", cwd="/")), "test")
+
+
+def _plain_text(line: object) -> str:
+    return str(getattr(line, "plain", line))
+
+
+def test_the_live_view_shows_a_family_as_a_line_with_its_running_instances() -> None:
+    out = io.StringIO()
+    rep = LiveReporter(out)
+    decisions = {s.id: Decision(s.id, i >= 3, "done" if i < 3 else "never ran") for i, s in enumerate(FJOB.steps)}
+    rep.start(FJOB, decisions, {})
+    try:
+        rep.step_started(FAMILY[3], 1)
+        rep.step_started(FAMILY[4], 1)
+        rep.step_finished(FAMILY[5], 1, "done", 0.1, 0, "/l", None)
+        lines = [_plain_text(r) for r in rep._render().renderables[1:]]
+        assert lines[0] == "  clean: 4/8 done, 2 running"
+        assert lines[1].startswith("    running clean+04 (attempt 1)")
+        assert lines[2].startswith("    running clean+05 (attempt 1)")
+        for s in (FAMILY[3], FAMILY[4], FAMILY[6]):
+            rep.step_finished(s, 1, "done", 0.1, 0, "/l", None)
+        rep.step_finished(FAMILY[7], 1, "failed", 0.1, 1, "/l", None)
+        assert "clean: 5 of 8 instances ended (4 done, 1 failed)" in out.getvalue()
+    finally:
+        rep.close()
+
+
+def test_the_plain_view_groups_a_familys_reruns_and_says_when_it_ended() -> None:
+    out = io.StringIO()
+    rep = PlainReporter(out)
+    decisions = {s.id: Decision(s.id, s.id in ("clean+02", "merge"), "input changed: raw/02.csv"
+                                if s.id == "clean+02" else "upstream re-runs: clean+02" if s.id == "merge" else "done")
+                 for s in FJOB.steps}
+    rep.start(FJOB, decisions, {})
+    rep.step_finished(FAMILY[1], 1, "done", 0.1, 0, "/l", None)
+    assert out.getvalue().splitlines() == [
+        "rerun  clean: 1 of 8 instances (clean+02: input changed: raw/02.csv); 7 skip (done)",
+        "rerun  merge (upstream re-runs: clean+02)",
+        "skip   7 steps already done (-v lists them)",
+        "done   clean+02 (100ms; log /l)",
+        "clean: 1 of 8 instances ended (1 done)",
+    ]

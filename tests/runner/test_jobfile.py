@@ -179,7 +179,8 @@ inputs = ["data/typo.csv", "data/*.csv"]
         f"{p}:2: [job] retry: unknown key 'retry' (did you mean 'retries'?); known: backoff, cwd, env, grace,"
         " jitter, name, reconcile, retries, shell, timeout",
         f"{p}:5: [steps.a] timeuot: unknown key 'timeuot' (did you mean 'timeout'?); known: artifacts, backoff,"
-        " cwd, env, grace, inputs, jitter, log, needs, retries, run, shell, timeout",
+        " cwd, env, exclude, files, grace, include, inputs, jitter, log, needs, params, retries, run, shell,"
+        " timeout",
         f"{p}:7: [steps.b] run: expected a command string or a non-empty list of strings",
         f"{p}:8: [steps.b] needs: unknown step 'zz' in needs",
         f"{p}:9: [steps.c]: missing run = \"command\" (or a list for argv)",

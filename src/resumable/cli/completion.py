@@ -12,7 +12,10 @@ even though it carries no arguments). Besides commands and options, it completes
 - a low-level verb's state words (``unit r a <TAB>``: the unit states; ``finalize r <TAB>``: ...);
 - step ids for ``resumable run`` (its targets, ``resumable run [JOBFILE] STEP...``) and for its
   ``--explain``, from the job file's ``[steps.*]`` tables (the job file typed first, else
-  ``resumable.toml`` found walking up), or the ``--step ID:COMMAND`` flags typed before them.
+  ``resumable.toml`` found walking up), or the ``--step ID:COMMAND`` flags typed before them; a
+  job with families of steps (or built by a Python file) is read as ``resumable run`` reads it,
+  and offers each family's name and each instance (``clean``, ``clean+01``: ``+`` needs no quoting
+  and is not a word break in any of the three shells, ``core.instance``).
 
 A completion never prints an error: whatever goes wrong (no runs directory, an unreadable job
 file), it offers nothing and the shell falls back to its own completion.
@@ -117,6 +120,8 @@ def step_ids(jobfile: str | None, steps: tuple[str, ...] | list[str] | None) -> 
             return []
         jobfile = str(found)
     path = jobfile
+    if path.endswith(".py"):
+        return _loaded_ids(path)  # a Python job file: run, as `resumable run` runs it
     # Never block on a FIFO planted under the job file's name; never parse something huge.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -134,7 +139,25 @@ def step_ids(jobfile: str | None, steps: tuple[str, ...] | list[str] | None) -> 
     except ImportError:
         table = tomllib.loads(text)
     found = table.get("steps")
-    return sorted(k for k in found if isinstance(found[k], dict)) if isinstance(found, dict) else []
+    if not isinstance(found, dict):
+        return []
+    if any(isinstance(t, dict) and ("params" in t or "files" in t) for t in found.values()):
+        loaded = _loaded_ids(path)
+        if loaded:
+            return loaded
+    return sorted(k for k in found if isinstance(found[k], dict))
+
+
+def _loaded_ids(path: str) -> list[str]:
+    """The ids of a job with families of steps, as made: every family's name, then every step and
+    instance (``clean``, ``clean+01``, ...); nothing when the job does not load."""
+    from resumable.runner.families import family_of
+    from resumable.runner.jobfile import load_job_file
+
+    job = load_job_file(path)
+    ids = [s.id for s in job.steps]
+    families = sorted({f for f in map(family_of, ids) if f is not None})
+    return [*families, *sorted(ids)]
 
 
 def _typed_jobfile(ctx: click.Context) -> str | None:

@@ -9,7 +9,7 @@ import click
 from resumable.cli.completion import complete_step, complete_target
 from resumable.cli.durations import duration
 from resumable.cli.errors import command_class
-from resumable.errors import InvalidInputError
+from resumable.errors import InvalidInputError, ResumableError
 from resumable.runner.jobfile import DEFAULT_GRACE
 from resumable.runner.options import RunOptions
 
@@ -61,20 +61,20 @@ def run_command(ctx: click.Context, /, **kw: Any) -> None:
     """Run a job as a resumable DAG of steps; re-run the same command to finish what is left.
 
     JOBFILE is a TOML job file (a name ending in .toml, or a path; default: resumable.toml here or
-    in a parent directory); or describe the steps with --step. STEP...: run only these steps and
-    everything they need (as `make combine`); the other steps keep their state.
+    in a parent directory), or a Python file (.py) that builds a resumable.Job; or describe the
+    steps with --step. STEP...: run only these steps and everything they need (as `make
+    combine`); the other steps keep their state. A family of steps (params, files) is a STEP too:
+    every instance of it.
     """
     from resumable.runner.joblocate import JobFileError
     from resumable.runner.session import run
 
-    for name in ("steps", "step_timeouts", "step_artifacts", "step_logs"):
-        kw[name] = tuple(kw[name])
-    kw["jobfile"], kw["targets"] = RunOptions.split_args(tuple(kw.pop("args")), bool(kw["steps"]))
+    opts = options_of(kw)
     from resumable.runner.process import seal_inherited_fds
 
     seal_inherited_fds()  # what the shell left open is not the steps' to inherit
     try:
-        code = run(RunOptions(**kw))
+        code = run(opts)
     except JobFileError as exc:
         if exc.count < 2:
             raise
@@ -85,3 +85,35 @@ def run_command(ctx: click.Context, /, **kw: Any) -> None:
             report(InvalidInputError(problem))
         raise InvalidInputError(exc.summary()) from None
     ctx.exit(code)
+
+
+def options_of(kw: dict[str, Any]) -> RunOptions:
+    """The command's parameters (click's) as the runner's options."""
+    kw = dict(kw)
+    for name in ("steps", "step_timeouts", "step_artifacts", "step_logs"):
+        kw[name] = tuple(kw[name])
+    kw["jobfile"], kw["targets"] = RunOptions.split_args(tuple(kw.pop("args")), bool(kw["steps"]))
+    return RunOptions(**kw)
+
+
+def launch_options(verb: str, args: list[str]) -> RunOptions | None:
+    """The options of a launch's ``resumable run ...`` or ``resumable submit ...`` (as stored in a
+    run, to resume it), parsed as those commands parse them; None when they do not parse."""
+    from resumable.cli.submit import submit_command
+
+    command = run_command if verb == "run" else submit_command if verb == "submit" else None
+    if command is None:
+        return None
+    try:
+        ctx = command.make_context(verb, list(args))
+    except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        return None
+    params = dict(ctx.params)
+    try:
+        if verb == "run":
+            return options_of(params)
+        params.pop("quiet", None)
+        params["steps"] = tuple(params["steps"])
+        return RunOptions(**params)
+    except (TypeError, ValueError, ResumableError):
+        return None

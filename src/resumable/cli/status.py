@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 @click.option("--wait", "wait_for", metavar="DURATION", default=None,
               help="With --watch, on a run not running: wait this long for its next session (90s, 10m;"
                    " default until Ctrl-C; 0: do not wait).")
+@click.option("--check", "check", is_flag=True,
+              help="Exit 1 unless the run is done and up to date with its job (for CI).")
 @click.option("--units", "units_state", metavar="STATE", default=None,
               help="List every unit in STATE (pending, running, done, failed, timeout, blocked, "
                    "dep_blocked, interrupted, malformed).")
@@ -56,10 +58,15 @@ def status_command(
     no_color: bool,
     watch: bool,
     wait_for: str | None,
+    check: bool,
     units_state: str | None,
 ) -> None:
-    """Show where a run stands (RUN: an id, an id prefix or a .json path; default the newest)."""
-    check_options(list_=list_, as_json=as_json, resume=resume, watch=watch, units_state=units_state)
+    """Show where a run stands (RUN: an id, an id prefix or a .json path; default the newest).
+
+    A run that `resumable run` made from a job file that still exists is also checked against the
+    job as the files are now: up to date, or how many steps `resumable run` would run, and why.
+    With --check the command exits 1 unless the run is done and up to date."""
+    check_options(list_=list_, as_json=as_json, resume=resume, watch=watch, units_state=units_state, check=check)
     until = _until(wait_for, watch)
     backend = store.open_backend(runs_dir, url=store_url)
     printer = Printer.for_stdout(no_color)
@@ -73,12 +80,8 @@ def status_command(
     counted_only = not (watch or as_json or resume or units_state)
     picked = discovery.pick_run(backend, run, counted_only) if not watch or until == 0 else watching.await_run(
         lambda: discovery.pick_run(backend, run), until, printer, repr(run) if run else "of this project")
-    if picked is None and watch and until != 0:
-        ctx.exit(1)  # waited for a run to start, in vain (await_run said so)
     if picked is None:
-        # No runs at all is not an error: a fresh project simply has none yet.
-        click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or "
-                   "`resumable init`", err=as_json)
+        no_run(ctx, backend, waited=watch and until != 0, as_json=as_json, check=check)
         return
     warn_also_matched(run, picked)
     entry = picked.entry
@@ -95,12 +98,24 @@ def status_command(
         raise discovery.unreadable(entry)
     doc = entry.doc
 
+    show(ctx, backend, picked, doc, printer, as_json=as_json, units_state=units_state, watch=watch, until=until,
+         check=check, hint_store=hint_store, now=now)
+
+
+def show(ctx: click.Context, backend: Backend, picked: discovery.Picked, doc: RunDocument, printer: Printer, *,
+         as_json: bool, units_state: str | None, watch: bool, until: float | None, check: bool,
+         hint_store: tuple[str, str] | None, now: float) -> None:
+    """The run's view: JSON, its units in one state, or the default view (``--watch``: live),
+    with whether its job is up to date; ``--check``: exit 1 unless done and up to date."""
+    entry = picked.entry
     live = workflow.read_workflow_status(workflow.project_root_for_runs_dir(backend.root))
+    judged_job = job_check(doc) if not (watch or units_state) and (check or not as_json) else None
+    passed = doc.get("status") == "done" and (judged_job is None or judged_job.ok)
     if as_json:
         overlay = workflow.overlay_json(live, doc)
         # The extra key only when there is a live workflow: otherwise the output is the document.
         printer.text(dump_json({**doc, workflow.JSON_KEY: overlay} if overlay is not None else doc))
-        return
+        ctx.exit(1 if check and not passed else 0)
     if units_state is not None:
         printer.lines(view.render_units(doc, units_state, now))
         return
@@ -114,7 +129,8 @@ def status_command(
         overlay = workflow.overlay_lines(live, d, t) if shown else []
         return view.render_status(d, file=entry.location, now=t, width=printer.layout_width, here=here,
                                   show_eta=watch, verdict=judge(d, t), overlay=overlay, runs_dir=runs_line,
-                                  store=hint_store, detail=picked.detail if d is doc else None)
+                                  store=hint_store, detail=picked.detail if d is doc else None,
+                                  check=judged_job if d is doc else None)
 
     if watch:
         try:
@@ -124,6 +140,38 @@ def status_command(
             printer.text("")
             ctx.exit(130)
     printer.lines(frame(doc, now))
+    if check and not passed:
+        ctx.exit(1)
+
+
+def no_run(ctx: click.Context, backend: Backend, *, waited: bool, as_json: bool, check: bool) -> None:
+    """No run to show: after waiting for one in vain (``await_run`` said so), exit 1; else say
+    there are none yet, which is no error (a fresh project simply has none), but is not done."""
+    if waited:
+        ctx.exit(1)
+    click.echo(f"no runs yet under {backend.root}; start one with `resumable run` or `resumable init`", err=as_json)
+    ctx.exit(1 if check else 0)
+
+
+def job_check(doc: RunDocument) -> view.JobCheck | None:
+    """Whether the run is up to date with its job as the files are now (``runner.freshness``);
+    None for a run no ``resumable run`` or ``submit`` made, and for a live one (it is changing)."""
+    launch = doc.get("launch")
+    if doc.get("status") in view.LIVE or not isinstance(launch, dict) or launch.get("kind") != "resumable":
+        return None
+    argv, cwd = launch.get("argv"), launch.get("cwd")
+    if not isinstance(argv, list) or len(argv) < 2 or not all(isinstance(a, str) for a in argv) \
+            or argv[0] != "resumable" or argv[1] not in ("run", "submit") or not isinstance(cwd, str):
+        return None
+    from resumable.cli.run import launch_options
+    from resumable.runner import freshness
+    from resumable.runner.conclude import resume_hint
+
+    command = resume_hint(launch)
+    opts = launch_options(argv[1], argv[2:])
+    if opts is None:
+        return view.JobCheck("unknown", command=command, note="its launch command cannot be read")
+    return freshness.judge(freshness.absolute(opts, cwd), command)
 
 
 def warn_also_matched(run: str | None, picked: discovery.Picked) -> None:
@@ -138,8 +186,11 @@ def found_walking_up(backend: Backend) -> str | None:
     return f"{backend.root} ({found})" if found.startswith("found walking up") else None
 
 
-def check_options(*, list_: bool, as_json: bool, resume: bool, watch: bool, units_state: str | None) -> None:
+def check_options(*, list_: bool, as_json: bool, resume: bool, watch: bool, units_state: str | None,
+                  check: bool = False) -> None:
     """UsageError for options that do not go together, before anything is read."""
+    if check and (list_ or watch or resume or units_state):
+        raise UsageError("--check goes with the default view or --json, not --list, --watch, --resume or --units")
     if units_state is not None and units_state not in view.UNITS_STATES:
         raise UsageError(f"unknown unit state {units_state!r} for --units: use one of "
                          f"{', '.join(view.UNITS_STATES)}")

@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from resumable.core.instance import SEP
 from resumable.core.stamps import format_duration
 from resumable.core.text import escape_controls
 from resumable.runner.explain import Decision
@@ -76,6 +77,7 @@ class PlainReporter:
         self.failed_logs: list[tuple[str, str]] = []
         self.follower: LogFollower | None = None
         self.logs: dict[tuple[str, int], str] = {}  # (step, attempt) -> its log, while streaming
+        self.families = FamilyTally()
         if stream:
             from resumable.runner.liveout import LogFollower
 
@@ -113,14 +115,19 @@ class PlainReporter:
     def start(self, job: Job, decisions: Mapping[str, Decision],
               estimates: Mapping[str, float]) -> None:
         self._width(decisions)
+        self.families.plan(decisions)
         skipped = 0
+        grouped = not self.verbose and self.families.any
         for d in decisions.values():
             if not d.run:
                 skipped += 1
                 if self.verbose:
                     self._p(f"skip   {d.step} ({d.reason})")
-            elif d.reason != "never ran":
+            elif d.reason != "never ran" and not grouped:
                 self._p(f"rerun  {d.step} ({d.reason})")
+        if grouped:
+            for line in rerun_lines(decisions):
+                self._p(line)
         if skipped and not self.verbose:
             self._p(skip_summary(skipped, len(decisions)))
 
@@ -139,13 +146,23 @@ class PlainReporter:
         code = "" if status == "done" else f", exit {exit_code}"
         retry = f"; retrying in {retry_in:.1f}s" if retry_in is not None else ""
         self._p(f"{status:<6} {step.id} ({fmt_duration(duration)}{code}; log {show_path(log)}){retry}")
+        if retry_in is None:
+            self._family_end(step.id, status)
+
+    def _family_end(self, step_id: str, status: str) -> None:
+        """A line for a family once every instance this session runs has ended."""
+        line = self.families.ended(step_id, status)
+        if line is not None:
+            self._p(line)
 
     def step_blocked(self, step: Step, root: str) -> None:
         self._p(f"blocked {step.id} (needs {root}, which failed)")
+        self._family_end(step.id, "blocked")
 
     def step_skipped(self, step: Step, reason: str) -> None:
         """A step planned to run, skipped after all (early cutoff: its needs made the same)."""
         self._p(f"skip   {step.id} ({reason})")
+        self._family_end(step.id, "skipped")
 
     def warn(self, message: str) -> None:
         print(f"resumable: warning: {escape_controls(message)}", file=self.err, flush=True)
@@ -170,6 +187,61 @@ class PlainReporter:
                 print(escape_controls(f"--- last lines of {sid} ({show_path(log)}) ---"), file=out)
                 for line in lines:
                     print(f"  {escape_controls(line)}", file=out)
+
+
+def rerun_lines(decisions: Mapping[str, Decision]) -> list[str]:
+    """``rerun`` lines in the job's order: a step's, or a family's with instances that run again."""
+    from resumable.runner.familyview import family_line, grouped
+
+    out = []
+    for name, ds in grouped(decisions):
+        if not any(d.run and d.reason != "never ran" for d in ds):
+            continue
+        if len(ds) == 1 and ds[0].step == name:
+            out.append(f"rerun  {name} ({ds[0].reason})")
+        else:
+            out.append("rerun  " + family_line(name, ds).removeprefix("run   "))
+    return out
+
+
+class FamilyTally:
+    """Per family of steps: how many instances this session runs, and how they ended, for one
+    line once the last one ended (``clean: 8 of 8 instances ended: 7 done, 1 failed``) and the
+    live view's counts."""
+
+    def __init__(self) -> None:
+        self.any = False
+        self.total: dict[str, int] = {}  # instances in the plan
+        self.left: dict[str, int] = {}  # to end in this session
+        self.ends: dict[str, dict[str, int]] = {}
+        self.done: dict[str, int] = {}  # done, skipped included
+
+    def plan(self, decisions: Mapping[str, Decision]) -> None:
+        for sid, d in decisions.items():
+            fam, sep, _ = sid.partition(SEP)
+            if not sep:
+                continue
+            self.any = True
+            self.total[fam] = self.total.get(fam, 0) + 1
+            if d.run:
+                self.left[fam] = self.left.get(fam, 0) + 1
+            else:
+                self.done[fam] = self.done.get(fam, 0) + 1
+
+    def ended(self, step_id: str, status: str) -> str | None:
+        fam, sep, _ = step_id.partition(SEP)
+        if not sep or fam not in self.left:
+            return None
+        ends = self.ends.setdefault(fam, {})
+        ends[status] = ends.get(status, 0) + 1
+        if status in ("done", "skipped"):
+            self.done[fam] = self.done.get(fam, 0) + 1
+        self.left[fam] -= 1
+        if self.left[fam]:
+            return None
+        ran = sum(ends.values())
+        parts = ", ".join(f"{n} {st}" for st, n in sorted(ends.items()))
+        return f"{fam}: {ran} of {self.total[fam]} instances ended ({parts})"
 
 
 def skip_summary(skipped: int, total: int) -> str:
@@ -208,6 +280,7 @@ class LiveReporter(PlainReporter):
     def start(self, job: Job, decisions: Mapping[str, Decision],
               estimates: Mapping[str, float]) -> None:
         self._width(decisions)
+        self.families.plan(decisions)
         self.total = len(decisions)
         self.done = sum(1 for d in decisions.values() if not d.run)
         self.remaining = {d.step for d in decisions.values() if d.run}
@@ -274,12 +347,35 @@ class LiveReporter(PlainReporter):
             Text(f"ETA {self._eta()}"),
         )
         parts: list[Any] = [head]
-        for sid, (n, started) in sorted(self.running.items())[:20]:
-            parts.append(Text(f"  running {escape_controls(sid)} (attempt {n}) "
-                              f"{fmt_duration(now - started)}", style="cyan"))
-        if len(self.running) > 20:
-            parts.append(Text(f"  ... and {len(self.running) - 20} more running", style="cyan"))
+        shown = 0
+        for fam, running in self._running_groups():
+            if fam is not None:
+                # A family is a line with its counts, its running instances under it.
+                done, total = self.families.done.get(fam, 0), self.families.total.get(fam, 0)
+                parts.append(Text(f"  {escape_controls(fam)}: {done}/{total} done, {len(running)} running",
+                                  style="bold cyan"))
+            for sid, (n, started) in running[:max(0, min(5 if fam else 20, 20 - shown))]:
+                indent = "    " if fam is not None else "  "
+                parts.append(Text(f"{indent}running {escape_controls(sid)} (attempt {n}) "
+                                  f"{fmt_duration(now - started)}", style="cyan"))
+                shown += 1
+        if len(self.running) > shown:
+            parts.append(Text(f"  ... and {len(self.running) - shown} more running", style="cyan"))
         return Group(*parts)
+
+    def _running_groups(self) -> list[tuple[str | None, list[tuple[str, tuple[int, float]]]]]:
+        """The running steps: ordinary ones first, then by family."""
+        plain: list[tuple[str, tuple[int, float]]] = []
+        families: dict[str, list[tuple[str, tuple[int, float]]]] = {}
+        for item in sorted(self.running.items()):
+            fam, sep, _ = item[0].partition(SEP)
+            if sep:
+                families.setdefault(fam, []).append(item)
+            else:
+                plain.append(item)
+        out: list[tuple[str | None, list[tuple[str, tuple[int, float]]]]] = [(None, plain)] if plain else []
+        out.extend(families.items())
+        return out
 
     def _refresh(self) -> None:
         self.live.update(self._render(), refresh=True)
@@ -315,6 +411,7 @@ class LiveReporter(PlainReporter):
         )
         if status == "done" or retry_in is None:
             self._forget(step.id)
+            self._family_end(step.id, status)
         if status == "done":
             self.done += 1
         elif retry_in is None:
@@ -323,15 +420,22 @@ class LiveReporter(PlainReporter):
             self.failed_logs.append((step.id, log))
         self._changed()
 
+    def _family_end(self, step_id: str, status: str) -> None:
+        line = self.families.ended(step_id, status)
+        if line is not None:
+            self.console.print(f"[bold]{_markup(line)}[/bold]")
+
     def step_skipped(self, step: Step, reason: str) -> None:
         self._forget(step.id)
         self.done += 1
         self.console.print(f"[dim]skip   {_markup(step.id)} ({_markup(reason)})[/dim]")
+        self._family_end(step.id, "skipped")
         self._changed()
 
     def step_blocked(self, step: Step, root: str) -> None:
         self._forget(step.id)
         self.console.print(f"[yellow]blocked[/yellow] {_markup(step.id)} (needs {_markup(root)}, which failed)")
+        self._family_end(step.id, "blocked")
 
     def warn(self, message: str) -> None:
         self.console.print(f"[yellow]resumable: warning: {_markup(message)}[/yellow]")

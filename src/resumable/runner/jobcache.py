@@ -52,10 +52,11 @@ def cache_key(path: Path, data: bytes, name_override: str | None) -> tuple[str, 
 
 def _parser_version() -> str:
     """The parser's own files as installed (size and mtime): another resumable, another key."""
-    from resumable.runner import jobfile
+    from resumable.runner import expand, families, jobfile, jobmodel, jobpython, jobtoml, templates
 
     out = []
-    for module in (jobfile.__file__, __file__):
+    for module in (jobfile.__file__, __file__, jobmodel.__file__, jobtoml.__file__, expand.__file__,
+                   families.__file__, templates.__file__, jobpython.__file__):
         st = os.stat(module)
         out.append(f"{st.st_size}:{st.st_mtime_ns}")
     return ",".join(out)
@@ -83,7 +84,8 @@ def load(path: str | os.PathLike[str], name_override: str | None,
             if declared is not None:
                 return finish_job(declared, p)
         job, declared = parse_job(data, p, name_override)
-        _PENDING[:] = [(open_store, str(resolved.parent), name, declared, key)]
+        if declared.cacheable:  # not a family (made on every run: its files may change), nor a Python job
+            _PENDING[:] = [(open_store, str(resolved.parent), name, declared, key)]
         return job
     finally:
         backend.close()

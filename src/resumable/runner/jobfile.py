@@ -10,89 +10,40 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise, repeat
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 from resumable.core import durations
+from resumable.core.instance import is_instance
 from resumable.core.plan import find_cycles
 from resumable.errors import InvalidInputError, UsageError
-from resumable.runner import inputs
+from resumable.runner import jobpython
+from resumable.runner.expand import Family, expand
+from resumable.runner.families import FAMILY_KEYS
 from resumable.runner.inputs import InputFile
+from resumable.runner.jobgraph import acyclic, resolve_inputs
 from resumable.runner.joblocate import Locator, Problems
+from resumable.runner.joblocate import did_you_mean as did_you_mean
+from resumable.runner.jobmodel import DEFAULT_BACKOFF as DEFAULT_BACKOFF
+from resumable.runner.jobmodel import DEFAULT_GRACE as DEFAULT_GRACE
+from resumable.runner.jobmodel import DEFAULT_JITTER as DEFAULT_JITTER
+from resumable.runner.jobmodel import DEFAULT_JOB_FILE as DEFAULT_JOB_FILE
+from resumable.runner.jobmodel import DEFAULT_SHELL as DEFAULT_SHELL
+from resumable.runner.jobmodel import Job as Job
+from resumable.runner.jobmodel import Step as Step
+from resumable.runner.jobpython import is_python
+from resumable.runner.jobtoml import parse_toml
 
 # Step ids become log file names and unit ids: keep them to a portable, traversal-free alphabet.
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-DEFAULT_JOB_FILE = "resumable.toml"
-DEFAULT_SHELL: tuple[str, ...] = ("/bin/sh", "-c")
-DEFAULT_GRACE = 5.0
-DEFAULT_BACKOFF = 1.0
-DEFAULT_JITTER = 0.1
 
 _JOB_KEYS = frozenset({"name", "timeout", "retries", "backoff", "jitter", "env", "cwd", "shell", "grace",
                        "reconcile"})
 _STEP_KEYS = frozenset({"run", "needs", "timeout", "retries", "artifacts", "inputs", "env", "cwd", "log",
                         "backoff", "jitter", "grace", "shell"})
-
-
-@dataclass(slots=True)
-class Step:
-    """One step, with every default already applied. Never changed once loaded (``replace``
-    makes a new one); not a frozen dataclass only because that triples the cost of building the
-    steps of a 100,000-step job."""
-
-    id: str
-    command: str | tuple[str, ...]  # a string runs through ``shell``; a tuple runs as argv
-    shell: tuple[str, ...] = DEFAULT_SHELL
-    needs: tuple[str, ...] = ()
-    timeout: float | None = None
-    retries: int = 0
-    backoff: float = DEFAULT_BACKOFF
-    jitter: float = DEFAULT_JITTER
-    grace: float = DEFAULT_GRACE
-    artifacts: tuple[str, ...] = ()
-    inputs: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()  # the job's and step's overrides, sorted; not os.environ
-    cwd: str = "."  # absolute once the job is loaded
-    log: str | None = None  # explicit log path (--step-log); else the runs-dir default
-
-    @property
-    def argv(self) -> list[str]:
-        if isinstance(self.command, str):
-            return [*self.shell, self.command]
-        return list(self.command)
-
-    @property
-    def command_text(self) -> str:
-        """The command as the user wrote it, for display and for checkpoint-run's "command" field."""
-        if isinstance(self.command, str):
-            return self.command
-        import shlex
-
-        return shlex.join(self.command)
-
-
-@dataclass(frozen=True)
-class Job:
-    name: str
-    steps: tuple[Step, ...]
-    source: str  # the job file path, or "--step flags"
-    base_dir: str = field(default=".")
-    # [job] reconcile = { ref = "main", repo = "." }: (ref, repository) to reconcile against git
-    # before planning, so steps whose Task-Id trailer is integrated are skipped.
-    reconcile: tuple[str, str] | None = None
-    # The files each step's inputs named when the job was loaded (``runner.inputs``): the plan
-    # reads their stats instead of asking the file system a second time.
-    input_files: Mapping[str, Sequence[InputFile]] = field(default_factory=dict)
-
-    def step(self, step_id: str) -> Step:
-        for s in self.steps:
-            if s.id == step_id:
-                return s
-        raise UsageError(f"job {self.name!r} has no step {step_id!r}")
 
 
 class _Bad(ValueError):
@@ -238,90 +189,22 @@ _STEP_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 assert set(_STEP_FIELDS) == _STEP_KEYS
 
 
-def _parse_toml(text: str, path: Path) -> dict[str, object]:
-    """The document, through rtoml when it is installed (a 100,000-step file parses in a fraction of
-    a second instead of seconds); every error is reported as the standard library words it."""
-    import tomllib
-
-    data = _rtoml_loads(text)
-    if data is not None:
-        return data
-    try:
-        return tomllib.loads(text)
-    except ValueError as exc:  # TOMLDecodeError, or an integer of more digits than Python converts
-        raise InvalidInputError(f"{path}: not valid TOML: {exc}") from exc
-
-
-def _rtoml_loads(text: str) -> dict[str, object] | None:
-    """The document as rtoml reads it, or None (not installed, or an error tomllib will word)."""
-    try:
-        import rtoml
-    except ImportError:
-        return None
-    try:
-        data = _loads_in_pieces(rtoml.loads, text) if len(text) >= _PIECES_MIN else None
-        if data is None:
-            data = rtoml.loads(text)
-    except Exception:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-# rtoml builds its own tree of the whole file before it makes a single Python object: a
-# 100,000-step file of 4.5 MB peaks near 200 MB, and the freed memory stays with the process for
-# the whole run. A large file is parsed a run of whole step tables at a time instead, each piece a
-# complete TOML document, and the pieces' steps joined. Only where that is sure to read the file as
-# a whole parse does: pieces start at a ``[steps.ID]`` header line, every later piece declares only
-# ``[steps.…]`` tables, no multi-line string can hide a header-like line, and no step is defined in
-# two pieces; anything else (or any piece that does not parse) is left to the whole parse, whose
-# answer, and error, it then is.
-_PIECES_MIN = 512 << 10
-_PIECE = 256 << 10
-_PIECE_START = re.compile(r"^\[steps\.[A-Za-z0-9_-]+\]", re.M)
-_HEADER_LINE = re.compile(r"^[ \t]*\[", re.M)
-_INLINE_STEPS = re.compile(r"""^[ \t]*["']?steps["']?[ \t]*=""", re.M)
-
-
-def _loads_in_pieces(loads: Callable[[str], Any], text: str) -> dict[str, Any] | None:
-    """The document ``loads(text)`` would return, parsed a piece at a time; None when the file is
-    not laid out so that this is sure to (the caller then parses it whole)."""
-    if '"""' in text or "'''" in text:
-        return None
-    cuts = [0]
-    for match in _PIECE_START.finditer(text, _PIECE):
-        if match.start() - cuts[-1] >= _PIECE:
-            cuts.append(match.start())
-    if len(cuts) == 1:
-        return None
-    cuts.append(len(text))
-    if _INLINE_STEPS.search(text, 0, cuts[1]):
-        return None  # steps written inline cannot take more tables: the whole parse says so
-    data = loads(text[:cuts[1]])
-    if not isinstance(data, dict):
-        return None
-    steps = data.setdefault("steps", {})
-    if not isinstance(steps, dict):
-        return None
-    for start, end in pairwise(cuts[1:]):
-        for line in _HEADER_LINE.finditer(text, start, end):
-            if not text.startswith("[steps.", line.end() - 1):
-                return None
-        piece = loads(text[start:end])
-        more = piece.get("steps") if isinstance(piece, dict) and len(piece) == 1 else None
-        if not isinstance(more, dict) or not more.keys().isdisjoint(steps):
-            return None
-        steps.update(more)
-    return data
-
-
 def load_job_file(path: str | os.PathLike[str], name_override: str | None = None) -> Job:
+    """The job of a TOML job file, or of a Python file that builds one (``runner.jobpython``)."""
     p = Path(path)
+    if is_python(p):
+        return parse_job(read_job_bytes(p), p, name_override)[0]
     text = job_text(p, read_job_bytes(p))
-    return job_from_mapping(_parse_toml(text, p), p, text, name_override)
+    return job_from_mapping(parse_toml(text, p), p, text, name_override)
 
 
 def read_job_bytes(p: Path) -> bytes:
+    """The job file's bytes; for a Python file, what its job is keyed by (its bytes and the job
+    it builds: the file is run, once per invocation)."""
     from resumable import fsio
+
+    if is_python(p):
+        return jobpython.build(p).key
 
     try:
         # Never blocks on a FIFO, never reads a device: a regular file only (a link may lead to it).
@@ -345,8 +228,15 @@ def job_text(p: Path, data: bytes) -> str:
 def parse_job(data: bytes, p: Path, name_override: str | None) -> tuple[Job, Declared]:
     """The job a file's bytes describe, and what it declares before its inputs are looked up
     (``runner.jobcache`` keeps that: the inputs' files are the file system's, looked up each time)."""
+    if is_python(p):
+        built = jobpython.build(p)
+        declared = declared_steps(built.document, p, "", name_override, built.sites)
+        for sid, line in built.twice:
+            declared.problems.add(f"steps.{sid}", None, f"a second step {sid!r} (at line {line}); step ids are unique")
+        declared.cacheable = False  # the file runs every time: nothing to save by keeping its parse
+        return finish_job(declared, p), declared
     text = job_text(p, data)
-    declared = declared_steps(_parse_toml(text, p), p, text, name_override)
+    declared = declared_steps(parse_toml(text, p), p, text, name_override)
     return finish_job(declared, p), declared
 
 
@@ -387,6 +277,14 @@ class Declared:
     base: Path
     reconcile: tuple[str, str] | None
     steps: list[Step]
+    # Families of steps (``runner.expand``), made into steps by ``finish_job``: a ``files``
+    # pattern is matched against the files there are then, every time.
+    families: list[Family] = field(default_factory=list)
+    cacheable: bool = True  # whether ``runner.jobcache`` may keep it (a job read the same every time)
+
+    def __post_init__(self) -> None:
+        if self.families:
+            self.cacheable = False
 
 
 def job_from_mapping(
@@ -396,8 +294,11 @@ def job_from_mapping(
     return finish_job(declared_steps(data, path, text, name_override), path)
 
 
-def declared_steps(data: Mapping[str, Any], path: Path, text: str, name_override: str | None) -> Declared:
-    problems = Problems(Locator(path, text))
+def declared_steps(data: Mapping[str, Any], path: Path, text: str, name_override: str | None,
+                   locator: Locator | None = None) -> Declared:
+    """The steps a job document declares (a TOML job file's, or a Python job's: ``locator`` then
+    finds the lines of its calls)."""
+    problems = Problems(locator or Locator(path, text))
     base = path.resolve().parent
     for key in data:
         if key not in ("job", "steps"):
@@ -417,27 +318,33 @@ def declared_steps(data: Mapping[str, Any], path: Path, text: str, name_override
     if not isinstance(steps_data, dict) or not steps_data:
         problems.add(None, None, "no steps; add at least one [steps.<id>] table with run = ...")
         steps_data = {}
-    steps = _read_steps(steps_data, defaults, problems)
-    _check_needs({s.id: s.needs for s in steps}, problems)
-    return Declared(problems, name, base, reconcile, steps)
+    steps, families = _read_steps(steps_data, defaults, problems)
+    graph = {s.id: s.needs for s in steps}
+    if families:
+        graph.update({f.name: () for f in families})
+    _check_needs(graph, problems, families)
+    return Declared(problems, name, base, reconcile, steps, families)
 
 
 def finish_job(declared: Declared, path: Path) -> Job:
     """The job, its inputs expanded and its graph checked for cycles; JobFileError for every problem."""
     problems, name, base, reconcile, steps = (declared.problems, declared.name, declared.base,
                                               declared.reconcile, declared.steps)
+    scanned: Sequence[tuple[str, os.stat_result]] = ()
+    if declared.families:
+        steps, scanned = expand(steps, declared.families, problems)
     graph = {s.id: s.needs for s in steps}
     input_files: dict[str, Sequence[InputFile]] = {}
     if any(s.inputs for s in steps):
-        steps, input_files = _resolve_inputs(steps, problems)
+        steps, input_files = resolve_inputs(steps, problems)
         graph = {s.id: s.needs for s in steps}
-    if not problems and not _acyclic(graph):
+    if not problems and not acyclic(graph):
         for cycle in find_cycles(graph):
             problems.add(f"steps.{cycle[0]}", "needs", f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}")
     problems.check()
     assert name is not None
     return Job(name=name, steps=tuple(steps), source=str(path), base_dir=str(base), reconcile=reconcile,
-               input_files=input_files)
+               input_files=input_files, scanned=scanned)
 
 
 def _step_defaults(jr: _Reader, base: Path) -> dict[str, object]:
@@ -453,8 +360,12 @@ def _step_defaults(jr: _Reader, base: Path) -> dict[str, object]:
     }
 
 
-def _read_steps(steps_data: Mapping[str, Any], defaults: Mapping[str, Any], problems: Problems) -> list[Step]:
+def _read_steps(steps_data: Mapping[str, Any], defaults: Mapping[str, Any], problems: Problems
+                ) -> tuple[list[Step], list[Family]]:
+    """The ordinary steps, and the families (``runner.expand``): tables with ``params`` or
+    ``files``, and steps whose needs or fields name a family or another step's artifacts."""
     steps: list[Step] = []
+    families: list[Family] = []
     d = defaults
     simple = (d["shell"], (), d["timeout"], d["retries"], d["backoff"], d["jitter"], d["grace"], ())
     env_items, cwd = d["env"], d["cwd"]
@@ -483,10 +394,68 @@ def _read_steps(steps_data: Mapping[str, Any], defaults: Mapping[str, Any], prob
             except _Bad as exc:
                 problems.add(table, key, str(exc))
                 continue
+            if (("{" in command if command.__class__ is str else "{" in "\0".join(command)) \
+                    or (ins and "{" in "\0".join(ins))) and names_artifacts(raw):
+                families.append(_family(sid, raw, defaults, problems, len(steps), parametric=False))
+                continue
             steps.append(Step(sid, command, *simple, ins, env_items, cwd))
             continue
-        steps.append(_read_step(sid, raw, defaults, problems))
-    return steps
+        if "params" in raw or "files" in raw:
+            families.append(_family(sid, raw, defaults, problems, len(steps), parametric=True))
+        elif any(isinstance(n, dict) for n in _as_list(raw.get("needs"))) or names_artifacts(raw):
+            families.append(_family(sid, raw, defaults, problems, len(steps), parametric=False))
+        else:
+            steps.append(_read_step(sid, raw, defaults, problems))
+    if families:
+        steps = _needing_families(steps, families, problems)
+    return steps, families
+
+
+def _as_list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else [value] if value is not None else []
+
+
+def names_artifacts(raw: Mapping[str, Any]) -> bool:
+    """Whether a step table names another step's artifacts (``{step.artifacts}``) where it may."""
+    texts = [*_as_list(raw.get("run")), *_as_list(raw.get("inputs"))]
+    env = raw.get("env")
+    if isinstance(env, dict):
+        texts.extend(env.values())
+    return any(isinstance(t, str) and ".artifacts}" in t for t in texts)
+
+
+def _family(sid: str, raw: Mapping[str, Any], defaults: Mapping[str, Any], problems: Problems, position: int,
+            *, parametric: bool) -> Family:
+    """A family's table: its fields read as a step's (templates and all), its own keys and needs
+    kept for the expansion."""
+    keep = () if parametric else ("exclude", "include")  # told by _read_step
+    fields = {k: v for k, v in raw.items() if (k not in FAMILY_KEYS or k in keep) and k != "needs"}
+    step = _read_step(sid, fields, defaults, problems)
+    return Family(sid, step, raw, position, parametric)
+
+
+def _needing_families(steps: list[Step], families: list[Family], problems: Problems) -> list[Step]:
+    """Ordinary steps that need a family become families of one (their needs name instances once
+    the families are made), keeping the order the job declares them in."""
+    names = {f.name for f in families}
+    if not any(n in names for s in steps for n in s.needs):
+        return steps
+    kept: list[Step] = []
+    moved: list[Family] = []
+    shift = [0] * (len(steps) + 1)
+    for i, s in enumerate(steps):
+        if any(n in names for n in s.needs):
+            raw = {"needs": list(s.needs)}
+            moved.append(Family(s.id, replace(s, needs=()), raw, len(kept), False))
+            shift[i + 1] = shift[i] + 1
+        else:
+            kept.append(s)
+            shift[i + 1] = shift[i]
+    for f in families:
+        f.position -= shift[f.position]
+    families.extend(moved)
+    families.sort(key=lambda f: f.position)  # stable: a step moved keeps its place among families
+    return kept
 
 
 def _read_step(sid: str, raw: Mapping[str, Any], defaults: Mapping[str, Any], problems: Problems) -> Step:
@@ -498,9 +467,13 @@ def _read_step(sid: str, raw: Mapping[str, Any], defaults: Mapping[str, Any], pr
     values = dict(defaults)
     for key, value in raw.items():
         spec = _STEP_FIELDS.get(key)
+        if spec is None and key in FAMILY_KEYS:
+            problems.add(table, key, f"{key} goes with params or files (a family of steps)")
+            continue
         if spec is None:
-            problems.add(table, key, f"unknown key {key!r}{did_you_mean(key, _STEP_KEYS)}; known: "
-                         f"{', '.join(sorted(_STEP_KEYS))}")
+            known = _STEP_KEYS | FAMILY_KEYS
+            problems.add(table, key, f"unknown key {key!r}{did_you_mean(key, known)}; known: "
+                         f"{', '.join(sorted(known))}")
             continue
         try:
             values[spec[0]] = spec[1](value)
@@ -517,76 +490,14 @@ def _read_step(sid: str, raw: Mapping[str, Any], defaults: Mapping[str, Any], pr
     return Step(id=sid, **values)
 
 
-def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """`` (did you mean 'combine'?)`` for the closest known name, or "" when none is close."""
-    import difflib
-
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _check_needs(graph: Mapping[str, tuple[str, ...]], problems: Problems) -> None:
+def _check_needs(graph: Mapping[str, tuple[str, ...]], problems: Problems, families: Sequence[Family] = ()) -> None:
+    """Every need names a step; with families, an instance id is checked once they are made."""
     for sid, needs in graph.items():
         for dep in needs:
             if dep == sid:
                 problems.add(f"steps.{sid}", "needs", "a step cannot need itself")
-            elif dep not in graph:
+            elif dep not in graph and not (families and is_instance(dep)):
                 problems.add(f"steps.{sid}", "needs", f"unknown step {dep!r} in needs{did_you_mean(dep, graph)}")
-
-
-def _resolve_inputs(steps: list[Step], problems: Problems
-                    ) -> tuple[list[Step], dict[str, Sequence[InputFile]]]:
-    """Every input expanded to the files it names (kept for the plan: each is stat'ed once). A path
-    that names nothing is a problem, unless another step declares it (or, for a glob or a
-    directory, something it covers) as an artifact: then the step needs that step."""
-    artifacts = {inputs.resolve(s.cwd, a): s.id for s in steps for a in s.artifacts}
-    out: list[Step] = []
-    found: dict[str, Sequence[InputFile]] = {}
-    for step in steps:
-        if not step.inputs:
-            out.append(step)
-            continue
-        files, missing = inputs.expand(step.cwd, step.inputs, step.artifacts)
-        found[step.id] = files
-        if not artifacts and not missing:
-            out.append(step)
-            continue
-        extra: list[str] = []
-        if artifacts:
-            for pattern in step.inputs:
-                extra.extend(p for p in inputs.producers(step.cwd, pattern, artifacts)
-                             if p != step.id and p not in step.needs and p not in extra)
-        unmade = [m for m in missing if not inputs.producers(step.cwd, m, artifacts)] if artifacts else missing
-        if unmade:
-            what = ", ".join(map(repr, unmade))
-            problems.add(f"steps.{step.id}", "inputs",
-                         f"no file matches {what}" if all(map(inputs.is_glob, unmade)) else
-                         f"input not found: {what} (no such file or directory, and no step declares it as an"
-                         " artifact)")
-        out.append(replace(step, needs=(*step.needs, *extra)) if extra else step)
-    return out, found
-
-
-def _acyclic(graph: Mapping[str, tuple[str, ...]]) -> bool:
-    """Whether the (known-valid) graph has no cycle: Kahn's count, O(steps + needs); the slower
-    search that names the cycles runs only when there is one."""
-    remaining = {k: len(set(v)) for k, v in graph.items() if v}
-    if not remaining:
-        return True
-    dependents: dict[str, list[str]] = {}
-    for k, v in graph.items():
-        for d in set(v):
-            dependents.setdefault(d, []).append(k)
-    ready = [k for k in graph if k not in remaining]
-    seen = 0
-    while ready:
-        k = ready.pop()
-        seen += 1
-        for child in dependents.get(k, ()):
-            remaining[child] -= 1
-            if remaining[child] == 0:
-                ready.append(child)
-    return seen == len(graph)
 
 
 def _job_name(job: Mapping[str, Any], path: Path, override: str | None,

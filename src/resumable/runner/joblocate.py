@@ -7,6 +7,7 @@ error to report: a valid 100,000-step job file never pays for it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from resumable.errors import InvalidInputError
@@ -134,3 +135,11 @@ def find_job_file(name: str, start: str | None = None) -> Path | None:
         if candidate.is_file():
             return Path(name) if d == here else candidate
     return None
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'combine'?)`` for the closest known name, or "" when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

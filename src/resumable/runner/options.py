@@ -81,10 +81,11 @@ class RunOptions:
     @staticmethod
     def split_args(args: tuple[str, ...], with_steps: bool) -> tuple[str | None, tuple[str, ...]]:
         """``resumable run [JOBFILE] [STEP]...``: (the job file, the target steps). The first
-        argument is the job file when it ends in ``.toml`` or holds a ``/`` (a step id can do
-        neither: ids have no ``/``, and a job file of another name is given as ``./name``); with
-        ``--step`` flags every argument is a step."""
-        if args and not with_steps and (args[0].endswith(".toml") or "/" in args[0]):
+        argument is the job file when it ends in ``.toml`` or ``.py`` (a Python file that builds
+        the job) or holds a ``/`` (a step id can do none of these: ids have no ``/``, and a job
+        file of another name is given as ``./name``); with ``--step`` flags every argument is a
+        step."""
+        if args and not with_steps and (args[0].endswith((".toml", ".py")) or "/" in args[0]):
             return args[0], args[1:]
         return None, args
 

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from resumable import store
 from resumable.core import policy, verbs
+from resumable.core.instance import family_of
 from resumable.core.stamps import stamp
 from resumable.errors import RefusedError, ResumableError, UsageError
-from resumable.runner import explain, process
+from resumable.runner import explain, familyview, process
 from resumable.runner.conclude import conclude, removal_marks, removed_count, summary_of
 from resumable.runner.jobfile import DEFAULT_GRACE, DEFAULT_JOB_FILE, Job, Step, load_job_file
 from resumable.runner.jobflags import job_from_flags
@@ -88,8 +89,9 @@ def open_backend(opts: RunOptions, job: Job | None) -> Backend:
     return store.open_backend(opts.state_dir, url=opts.store, start=start)
 
 
-def run(opts: RunOptions) -> int:
-    """Run the job as the options say and return the exit code; raises ResumableError."""
+def run(opts: RunOptions, *, keep_built: bool = False) -> int:
+    """Run the job as the options say and return the exit code; raises ResumableError.
+    ``keep_built``: a Python job already built (``Job.run``) is not built again."""
     import gc
 
     # A big job and its run are millions of objects that live as long as the runner: the cyclic
@@ -97,6 +99,10 @@ def run(opts: RunOptions) -> int:
     # 100,000-step run). Collection is off while loading, and what was loaded is frozen (never
     # walked again) before the steps run; both are undone on the way out (run_job may be called
     # from a long-lived program).
+    from resumable.runner import jobpython
+
+    if not keep_built:
+        jobpython.forget()  # a Python job file runs once per invocation: this one
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -188,20 +194,38 @@ def launch_of(opts: RunOptions) -> Launch:
 
 def selection(job: Job, targets: tuple[str, ...]) -> Job:
     """The job cut down to the target steps and everything they need (the whole job without
-    targets); a target the job does not have is refused, with the closest id."""
+    targets); a family's name stands for every instance of it. A target the job does not have
+    is refused, with the closest id."""
     if not targets:
         return job
     from resumable.core.plan import needed_by
+
+    wanted = expand_targets(job, targets)
+    keep = needed_by({s.id: s.needs for s in job.steps}, wanted)
+    return replace(job, steps=tuple(s for s in job.steps if s.id in keep))
+
+
+def expand_targets(job: Job, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The step ids the targets name: a step or an instance itself, a family every instance."""
     from resumable.runner.jobfile import did_you_mean
 
     ids = [s.id for s in job.steps]
     known = set(ids)
+    families: dict[str, list[str]] = {}
+    for sid in ids:
+        fam = family_of(sid)
+        if fam is not None:
+            families.setdefault(fam, []).append(sid)
+    out: list[str] = []
     for t in targets:
-        if t not in known:
-            raise UsageError(f"job {job.name!r} has no step {t!r}{did_you_mean(t, ids)}; its steps are listed by"
-                             " `resumable run --dry-run`")
-    keep = needed_by({s.id: s.needs for s in job.steps}, targets)
-    return replace(job, steps=tuple(s for s in job.steps if s.id in keep))
+        if t in known:
+            out.append(t)
+        elif t in families:
+            out.extend(families[t])
+        else:
+            raise UsageError(f"job {job.name!r} has no step {t!r}{did_you_mean(t, [*families, *ids])}; its steps"
+                             " are listed by `resumable run --dry-run`")
+    return tuple(dict.fromkeys(out))
 
 
 def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: Backend | None = None,
@@ -213,21 +237,17 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: B
     from resumable.runner import verdict
 
     before = verdict.run_files(handle)
-    doc: Mapping[str, Any] = handle.load() or {}
-    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
-    assert isinstance(units, dict)
-    if job.reconcile is not None:
-        units = reconciled_view(job, doc, units)
-    decisions = explain.plan(work, verdict.smudged(work, units, changed or []), force=opts.force)
+    units, decisions = decisions_of(job, work, handle, force=opts.force, changed=changed)
     if opts.explain:
-        step = job.step(opts.explain).id
-        d = decisions.get(step)
-        line = d.line() if d is not None else f"skip  {step}: not selected (not needed by {', '.join(opts.targets)})"
-        print(escape_controls(line))
+        print("\n".join(map(escape_controls, explained(job, opts, decisions))))
         return 0
     # Reasons carry file names (inputs, artifacts): data, escaped. One write for all the
-    # lines: a 100,000-step plan prints in a blink.
-    lines = [d.line() for d in decisions.values()]
+    # lines: a 100,000-step plan prints in a blink. A family of steps is a line (-v: a line
+    # per instance).
+    if opts.verbose or not familyview.has_families(decisions):
+        lines = [d.line() for d in decisions.values()]
+    else:
+        lines = familyview.lines(decisions)
     n = sum(d.run for d in decisions.values())
     others = len(job.steps) - len(work.steps)
     rest = f", {others} not selected" if others else ""
@@ -236,6 +256,32 @@ def preview(job: Job, work: Job, handle: RunHandle, opts: RunOptions, backend: B
     if n == 0 and backend is not None:
         verdict.keep(job, work, opts, backend, handle, units, decisions, before)
     return 0
+
+
+def decisions_of(job: Job, work: Job, handle: RunHandle, *, force: bool = False, changed: list[str] | None = None
+                 ) -> tuple[dict[str, Any], dict[str, explain.Decision]]:
+    """(the run's units, as a reconcile would leave them; the decision for each step of ``work``):
+    what --dry-run, --explain and ``status`` print, read without writing anything. ``changed``:
+    files to hash rather than trust by their stat (``verdict.smudged``)."""
+    from resumable.runner import verdict
+
+    doc: Mapping[str, Any] = handle.load() or {}
+    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
+    assert isinstance(units, dict)
+    if job.reconcile is not None:
+        units = reconciled_view(job, doc, units)
+    return units, explain.plan(work, verdict.smudged(work, units, changed or []), force=force)
+
+
+def explained(job: Job, opts: RunOptions, decisions: Mapping[str, explain.Decision]) -> list[str]:
+    """``--explain STEP``: why it runs or is skipped; for a family, its line and each instance that
+    runs."""
+    assert opts.explain is not None
+    if opts.explain not in decisions and any(family_of(sid) == opts.explain for sid in decisions):
+        return familyview.explain_family(opts.explain, decisions)
+    (step,) = expand_targets(job, (opts.explain,))
+    d = decisions.get(step)
+    return [d.line() if d is not None else f"skip  {step}: not selected (not needed by {', '.join(opts.targets)})"]
 
 
 def reset(backend: Backend, run_id: str, *, quiet: bool, dry_run: bool = False) -> int:

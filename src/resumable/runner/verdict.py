@@ -285,7 +285,9 @@ def answer(found: Found, opts: RunOptions, launch: Mapping[str, Any] | None) -> 
         ids = found.ids()
         others = int(doc["total"]) - len(ids)
         rest = f", {others} not selected" if others else ""
-        lines = [f"skip  {sid}: done" for sid in ids]
+        from resumable.runner.familyview import done_lines
+
+        lines = done_lines(ids)  # a family of steps is a line, as the long way prints it
         lines.append(f"0 to run, {len(ids)} to skip{rest} (dry run: nothing executed or written)")
         sys.stdout.write("\n".join(map(escape_controls, lines)) + "\n")
         return 0
@@ -340,6 +342,8 @@ def _write(job: Job, work: Job, opts: RunOptions, backend: Backend, run: list[in
     from resumable.runner import jobcache
 
     job_key = jobcache.last_key()
+    for path, st in job.scanned:  # a family's files: a file added or removed there changes its directory
+        files.add(path, st, None)
     racy = files.racy()
     if job_key is None or racy is None or any("\n" in p or "\0" in p for p in files.paths):
         return  # the paths are stored NUL-separated on one line

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypedDict
 
 from resumable.core import jsonio
+from resumable.core.instance import SEP
 from resumable.core.stamps import stamp
 from resumable.core.text import escape_controls
 from resumable.view import status as view
@@ -219,6 +220,39 @@ def summary_numbers(doc: Mapping[str, Any], tl: Timeline, now: float | None = No
     return cards
 
 
+FAMILY_SHOWN: Final = 20  # instances named under a family, at most
+
+
+def families_html(doc: Mapping[str, Any]) -> str:
+    """A section with a line per family of steps (instances ``family+...``): done/total and the
+    count of each other state, and under it the instances that failed, timed out or are running."""
+    t = tally(doc, keep=0)
+    if not t.families or not view.runner_launched(doc):
+        return ""
+    units = doc.get("units")
+    troubled: dict[str, list[tuple[str, str]]] = {}
+    if isinstance(units, dict):
+        for uid, unit in units.items():
+            b = unit_bucket(unit)
+            if b in ("failed", "timeout", "in_progress", "interrupted") and SEP in uid:
+                got = troubled.setdefault(uid.partition(SEP)[0], [])
+                if len(got) < FAMILY_SHOWN:
+                    got.append((uid, "running" if b == "in_progress" else b))
+    rows = []
+    for name, counts in sorted(t.families.items(), key=lambda kv: t.family_order[kv[0]]):
+        total = sum(n for b, n in counts.items() if b != "removed")
+        chips = "".join(f" · {text('running' if b == 'in_progress' else b)} {n}" for b, n in counts.items()
+                        if n and b != "done")
+        shown = troubled.get(name, [])
+        more = counts.get("failed", 0) + counts.get("timeout", 0) + counts.get("in_progress", 0) \
+            + counts.get("interrupted", 0) - len(shown)
+        inner = "".join(f'<li><code>{text(uid)}</code> <span class="o-{text(st)}">{text(st)}</span></li>'
+                        for uid, st in shown) + (f'<li class="muted">… and {more} more</li>' if more > 0 else "")
+        rows.append(f"<li><b>{text(name)}</b> {counts.get('done', 0)}/{total} done{chips}"
+                    + (f'<ul class="findings">{inner}</ul>' if inner else "") + "</li>")
+    return f'<section><h2>Families of steps ({len(rows)})</h2><ul class="findings">{"".join(rows)}</ul></section>'
+
+
 def text(value: object) -> str:
     """Data (a task, a note, an id) as HTML text: markup escaped, and control characters shown as
     escapes (``\\x1b``), as the terminal views show them; an HTML page may not carry them raw."""
@@ -300,6 +334,7 @@ def build_html(doc: Mapping[str, Any], *, now: float | None = None, file: str = 
         ("FILE", text(file)),
         ("PHASES", phase_html),
         ("CARDS", cards),
+        ("FAMILIES", families_html(doc)),
         ("LEGEND", legend),
         ("NBARS", str(len(tl["bars"]))),
         ("NROWS", str(len(tl["rows"]))),

@@ -13,6 +13,7 @@ Rendering is one O(N) pass over the units; only a capped number of them get a de
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from resumable.core import jsonio, recipe
@@ -72,6 +73,44 @@ UNITS_STATES: Final = (
 )
 RECONCILED_LIMIT: Final = 10
 FINDINGS_LIMIT: Final = 10
+
+
+@dataclass(frozen=True, slots=True)
+class JobCheck:
+    """Whether a run is up to date with its job as the files are now (``runner.freshness``):
+    ``current`` (``resumable run`` would run nothing), ``stale`` (it would run ``to_run`` of
+    ``total`` steps; ``reasons``: the first lines of its plan, ``more`` not shown) or ``unknown``
+    (``note`` says why: the job file is gone, or cannot be read)."""
+
+    state: str
+    to_run: int = 0
+    total: int = 0
+    reasons: tuple[str, ...] = ()
+    command: str = ""
+    note: str = ""
+    more: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "current"
+
+
+def check_lines(check: JobCheck | None) -> list[Line]:
+    """The lines saying whether the run's job is up to date, and what a run would do."""
+    if check is None:
+        return []
+    if check.state == "current":
+        return [[("job      ", "dim"), ("up to date", "green"),
+                 (f" (`{check.command}` would run nothing)" if check.command else "", "dim")]]
+    if check.state == "unknown":
+        return [[("job      ", "dim"), (check.note or "cannot tell whether it is up to date", "yellow")]]
+    steps = "step" if check.total == 1 else "steps"
+    out: list[Line] = [[("job      ", "dim"), ("out of date", "bold yellow"),
+                        (f": `{check.command}` would run {check.to_run} of {check.total} {steps}", "")]]
+    out.extend([("  " + r, "dim")] for r in check.reasons)
+    if check.more:
+        out.append([(f"  … and {check.more} more (`{check.command} --dry-run` lists them)", "dim")])
+    return out
 
 
 # ---- small pure helpers ------------------------------------------------------------------------
@@ -226,6 +265,7 @@ def render_status(
     runs_dir: str | None = None,
     store: tuple[str, str] | None = None,
     detail: Callable[[Iterable[str]], Mapping[str, Any]] | None = None,
+    check: JobCheck | None = None,
 ) -> list[Line]:
     """The default status view of one run, in ulpi's order, O(N) in units.
 
@@ -233,10 +273,13 @@ def render_status(
     asked); ``overlay`` the live workflow lines; ``runs_dir`` a line saying which runs directory was
     found, when it was found by walking up; ``store`` the option naming the store, which the hints
     repeat (``recipe.with_store``). ``detail``: when ``doc`` holds digests for units (a large run read
-    through its index), how to read whole the few units the view details."""
+    through its index), how to read whole the few units the view details. ``check``: whether its
+    job is up to date (``runner.freshness``), when that was asked."""
     out = header_lines(doc, file=file, now=now, verdict=verdict, runs_dir=runs_dir)
+    out += check_lines(check)
     t = tally(doc, keep=detail_limit)
     out += count_lines(doc, t, now=now, width=width, show_eta=show_eta)
+    out += family_lines(doc, t)
     rs = recipe.resume_set(doc)
     shown = [uid for b in ATTENTION_ORDER for uid in t.first.get(b, ())]
     whole = detail(shown) if detail is not None and shown else None
@@ -248,7 +291,7 @@ def render_status(
     out += findings_lines(doc, open_list)
     out.append([])
     out.extend(footer(doc, file=file, here=here, rs=rs, open_count=len(open_list), tally_=t, verdict=verdict,
-                      store=store))
+                      store=store, check=check))
     return out
 
 
@@ -333,6 +376,39 @@ def count_lines(doc: Mapping[str, Any], t: Tally, *, now: float, width: int, sho
     return lines
 
 
+FAMILY_LIMIT: Final = 20
+
+
+def runner_launched(doc: Mapping[str, Any]) -> bool:
+    """Whether ``resumable run`` or ``submit`` made the run (its unit ids are the job's steps)."""
+    launch = doc.get("launch")
+    return isinstance(launch, dict) and launch.get("kind") == "resumable"
+
+
+def family_lines(doc: Mapping[str, Any], t: Tally) -> list[Line]:
+    """A line per family of steps (instances ``family+...`` of a run ``resumable run`` launched):
+    its done/total and the count of each other state; the instances that need a human are detailed
+    below with the others."""
+    if not t.families or not runner_launched(doc):
+        return []
+    out: list[Line] = []
+    pad = min(24, max(len(f) for f in t.families))
+    for i, (name, counts) in enumerate(sorted(t.families.items(), key=lambda kv: t.family_order[kv[0]])):
+        if i == FAMILY_LIMIT:
+            out.append([(f"  … and {len(t.families) - FAMILY_LIMIT} more families", "dim")])
+            break
+        total = sum(n for b, n in counts.items() if b != "removed")
+        done = counts.get("done", 0)
+        line: Line = [("families " if i == 0 else "         ", "dim"), (name.ljust(pad), "bold"),
+                      (f"  {done}/{total} done", "green" if done == total else "")]
+        for b in (*COUNT_ORDER, "interrupted", "malformed", "unknown", "removed"):
+            n = counts.get(b, 0)
+            if n and b != "done":
+                line.append((f" · {COUNT_LABEL.get(b, b)} {n}", UNIT_GLYPH.get(b, ("", "magenta"))[1]))
+        out.append(line)
+    return out
+
+
 def attention_lines(doc: Mapping[str, Any], t: Tally, rs: Mapping[str, Any], *, now: float, detail_limit: int,
                     live_first: bool, store: tuple[str, str] | None,
                     whole: Mapping[str, Any] | None = None) -> list[Line]:
@@ -414,10 +490,17 @@ def footer(
     tally_: Tally,
     verdict: Verdict | None = None,
     store: tuple[str, str] | None = None,
+    check: JobCheck | None = None,
 ) -> list[Line]:
     """What to do next: converged, not resumable, or the exact resume command (and, for a live run
-    nothing works on, what to do first)."""
+    nothing works on, what to do first). A done run whose job is out of date is not converged:
+    the command that brings it up to date."""
     status = doc.get("status")
+    if status == "done" and check is not None and check.state == "stale":
+        return [[("→ bring it up to date: ", "bold"), (check.command, "bold cyan"),
+                 (f"   ({check.to_run} step{'s' if check.to_run != 1 else ''} would run)", "dim")]]
+    if status == "done" and check is not None and check.state == "unknown":
+        return [[("✓ done", "bold green"), (": nothing to resume; whether its job is up to date is not known", "")]]
     if status == "done":
         return [[("✓ converged", "bold green"), (": nothing to resume", "")]]
     if status == "aborted":

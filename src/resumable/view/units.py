@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from resumable.core.instance import SEP
 from resumable.core.stamps import format_duration as fmt_dur
 from resumable.core.stamps import parse_stamp as parse_ts
 
@@ -101,7 +102,11 @@ class Tally:
     reconciled: list[tuple[str, str]] = field(default_factory=list)
     reconciled_count: int = 0
     first_start: float | None = None
-    unreached: int = 0  # items of maps not recorded as units yet
+    # Per family of steps (unit ids ``family+...``): the count of each bucket, and the order the
+    # families come in.
+    families: dict[str, dict[str, int]] = field(default_factory=dict)
+    family_order: dict[str, int] = field(default_factory=dict)
+    unreached: int = 0  # items of durable maps not recorded as units yet
     per_step: dict[str, list[int]] = field(default_factory=dict)  # mapped step -> [units, done]
 
     @property
@@ -125,6 +130,7 @@ def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
         return t
     counts = t.counts
     first = t.first
+    families = t.families
     maps = mapped_steps(doc)
     per_step = t.per_step = {name: [0, 0] for name in maps}
     # A unit's step is its id up to the first colon; names with a colon are matched one by one.
@@ -132,6 +138,13 @@ def tally(doc: Mapping[str, Any], keep: int = DETAIL_LIMIT) -> Tally:
     for uid, unit in units.items():
         b = unit_bucket(unit)
         counts[b] = counts.get(b, 0) + 1
+        if SEP in uid:
+            fam = uid.partition(SEP)[0]
+            fc = families.get(fam)
+            if fc is None:
+                fc = families[fam] = {}
+                t.family_order[fam] = len(t.family_order)
+            fc[b] = fc.get(b, 0) + 1
         if b == "removed":
             continue
         if maps:
